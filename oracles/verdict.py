@@ -1,0 +1,45 @@
+"""The Verdict: what an oracle concluded, with evidence a person can read."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+# Exit codes of ``hybridfuzz replay`` by verdict status.
+EXIT_CODES = {"pass": 0, "divergence": 1, "invalid": 2, "unsupported": 3}
+
+
+@dataclass
+class Verdict:
+    status: str  # pass | divergence | unsupported
+    oracle: str  # which check decided: health, self_consistency, reference, component:<name>
+    summary: str  # one line
+    evidence: list[str] = field(default_factory=list)
+    symptom: str = ""  # short machine-stable symptom (exception type, "first-request-diverges", ...)
+    where: str = ""  # step/position or code location
+
+    @property
+    def signature(self) -> str:
+        """Stable id of the bug's kind: the same bug shrunk or found again has the same signature."""
+        if self.status != "divergence":
+            return ""
+        key = f"{self.oracle}|{self.symptom}|{self.where}"
+        return f"{self.oracle}:{self.symptom}:{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def one_line(self) -> str:
+        return f"{self.status.upper()} [{self.oracle}] {self.summary}"
+
+
+def combine(verdicts: list[Verdict]) -> Verdict:
+    """First divergence wins; else unsupported if any; else pass."""
+    for v in verdicts:
+        if v.status == "divergence":
+            return v
+    for v in verdicts:
+        if v.status == "unsupported":
+            return v
+    checks = ", ".join(v.oracle for v in verdicts)
+    return Verdict("pass", checks or "none", f"no divergence ({checks})", [e for v in verdicts for e in v.evidence])
