@@ -1,0 +1,473 @@
+"""``hybridfuzz report DIR``: one self-contained HTML page for a fuzz campaign.
+
+Reads the campaign directory the fuzz loop writes:
+
+- ``summary.json``: started, budget_s, elapsed_s, cases, findings, time_to_first_finding_s, shrink_s, engine, vllm, seed
+- ``events.jsonl``: one object per case run: t, phase (generate|shrink), status (pass|divergence|unsupported),
+  signature, kv_cache_dtype, layers ("LF"...), prefix_caching (bool|null), steps ("generate,sleep,..."), seconds
+- ``findings/*.yaml``: one case per signature
+
+Plots are inline SVG drawn here (no matplotlib, no network): findings over
+time, time to first finding per signature, coverage of KV dtype x layer pattern
+x prefix caching, and of step sequences. ``write_demo_campaign`` writes a
+synthetic campaign in that format (tests, screenshots).
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUS_COLORS = {"pass": "#4c9a5f", "divergence": "#d1495b", "unsupported": "#9aa0a6"}
+
+
+@dataclass
+class Campaign:
+    path: str
+    summary: dict[str, Any]
+    events: list[dict[str, Any]]
+    findings: list[tuple[str, Any]] = field(default_factory=list)  # (file name, Case or error string)
+    problems: list[str] = field(default_factory=list)
+
+
+def load_campaign(path: str) -> Campaign:
+    problems = []
+    summary: dict[str, Any] = {}
+    try:
+        with open(os.path.join(path, "summary.json"), encoding="utf-8") as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as e:
+        problems.append(f"summary.json: {type(e).__name__}: {e}")
+    events = []
+    try:
+        with open(os.path.join(path, "events.jsonl"), encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        events.append(json.loads(line))
+                    except ValueError:
+                        problems.append(f"events.jsonl line {n}: not JSON")
+    except OSError as e:
+        problems.append(f"events.jsonl: {type(e).__name__}")
+    events.sort(key=lambda e: float(e.get("t", 0.0)))
+    findings: list[tuple[str, Any]] = []
+    fdir = os.path.join(path, "findings")
+    if os.path.isdir(fdir):
+        from hybridfuzz.case import CaseError, load_case_file
+
+        for name in sorted(os.listdir(fdir)):
+            if name.endswith((".yaml", ".yml")):
+                try:
+                    findings.append((name, load_case_file(os.path.join(fdir, name))))
+                except CaseError as e:
+                    findings.append((name, str(e)))
+    return Campaign(path, summary, events, findings, problems)
+
+
+# ---------------------------------------------------------------- SVG helpers
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fmt_s(s: float | None) -> str:
+    if s is None:
+        return "—"
+    s = float(s)
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    import math
+
+    span = max(hi - lo, 1e-9)
+    raw = span / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step) * step
+    ticks, v = [], start
+    while v <= hi + 1e-9:
+        ticks.append(round(v, 10))
+        v += step
+    return ticks
+
+
+def _time_ticks(tmax: float) -> list[float]:
+    """Ticks at round seconds, minutes or hours, whichever unit _fmt_s will print."""
+    unit = 1.0 if tmax < 120 else 60.0 if tmax < 7200 else 3600.0
+    return [v * unit for v in _nice_ticks(0, tmax / unit)]
+
+
+def _tick_label(v: float) -> str:
+    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:g}"
+
+
+def plot_findings_over_time(events: list[dict], width: int = 760, height: int = 300, first: float | None = None) -> str:
+    """Step lines: distinct signatures found (left axis) and cases run (right axis) against time."""
+    ml, mr, mt, mb = 56, 60, 20, 44
+    w, h = width - ml - mr, height - mt - mb
+    tmax = max([float(e.get("t", 0)) for e in events] + [1.0])
+    seen: set[str] = set()
+    found_pts = [(0.0, 0)]
+    case_pts = [(0.0, 0)]
+    for i, e in enumerate(events, 1):
+        t = float(e.get("t", 0))
+        case_pts.append((t, i))
+        if e.get("status") == "divergence" and e.get("signature") and e["signature"] not in seen:
+            seen.add(e["signature"])
+            found_pts.append((t, len(seen)))
+    found_pts.append((tmax, len(seen)))
+    fmax = max(len(seen), 1)
+    cmax = max(len(events), 1)
+
+    def x(t):
+        return ml + w * t / tmax
+
+    def y(v, vmax):
+        return mt + h - h * v / vmax
+
+    def steps(pts, vmax):
+        d = f"M{x(pts[0][0]):.1f},{y(pts[0][1], vmax):.1f}"
+        for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
+            d += f" H{x(t1):.1f} V{y(v1, vmax):.1f}"
+        return d
+
+    out = [f'<svg class="plot" role="img" aria-label="findings over time" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    for v in _nice_ticks(0, fmax, min(fmax, 5)):
+        out.append(f'<line x1="{ml}" x2="{ml + w}" y1="{y(v, fmax):.1f}" y2="{y(v, fmax):.1f}" class="grid"/>')
+        out.append(f'<text x="{ml - 8}" y="{y(v, fmax) + 4:.1f}" text-anchor="end" class="tick">{_tick_label(v)}</text>')
+    for v in _nice_ticks(0, cmax):
+        out.append(f'<text x="{ml + w + 8}" y="{y(v, cmax) + 4:.1f}" class="tick cases">{_tick_label(v)}</text>')
+    for t in _time_ticks(tmax):
+        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{mt + h}" y2="{mt + h + 5}" class="axis"/>')
+        out.append(f'<text x="{x(t):.1f}" y="{mt + h + 18}" text-anchor="middle" class="tick">{_e(_fmt_s(t))}</text>')
+    out.append(f'<line x1="{ml}" x2="{ml + w}" y1="{mt + h}" y2="{mt + h}" class="axis"/><line x1="{ml}" x2="{ml}" y1="{mt}" y2="{mt + h}" class="axis"/>')
+    out.append(f'<path d="{steps(case_pts, cmax)}" class="line-cases"/>')
+    out.append(f'<path d="{steps(found_pts, fmax)}" class="line-found"/>')
+    for t, v in found_pts[1:-1]:
+        out.append(f'<circle cx="{x(t):.1f}" cy="{y(v, fmax):.1f}" r="4" class="dot-found"><title>new signature at {_e(_fmt_s(t))}</title></circle>')
+    if first is not None:
+        out.append(f'<line x1="{x(first):.1f}" x2="{x(first):.1f}" y1="{mt}" y2="{mt + h}" class="first"/>')
+        anchor = "start" if x(first) < ml + w * 0.7 else "end"
+        dx = 6 if anchor == "start" else -6
+        out.append(f'<text x="{x(first) + dx:.1f}" y="{mt + 12}" text-anchor="{anchor}" class="first-label">first finding {_e(_fmt_s(first))}</text>')
+    out.append(f'<text x="{ml + w / 2}" y="{height - 6}" text-anchor="middle" class="label">time since start</text>')
+    out.append(f'<text transform="translate(14,{mt + h / 2}) rotate(-90)" text-anchor="middle" class="label found">distinct findings</text>')
+    out.append(f'<text transform="translate({width - 10},{mt + h / 2}) rotate(90)" text-anchor="middle" class="label cases">cases run</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def first_seen(events: list[dict]) -> list[tuple[str, float, int]]:
+    """(signature, first time, how many runs hit it), in order of discovery."""
+    first: dict[str, float] = {}
+    hits: Counter = Counter()
+    for e in events:
+        sig = e.get("signature")
+        if e.get("status") == "divergence" and sig:
+            hits[sig] += 1
+            first.setdefault(sig, float(e.get("t", 0)))
+    return [(s, t, hits[s]) for s, t in sorted(first.items(), key=lambda kv: kv[1])]
+
+
+def plot_time_to_find(events: list[dict], tmax: float, width: int = 760) -> str:
+    """One row per signature: a bar from 0 to when it was first found."""
+    rows = first_seen(events)
+    if not rows:
+        return '<p class="empty">No findings in this campaign.</p>'
+    ml, mr, mt, row = 300, 90, 10, 26
+    w = width - ml - mr
+    height = mt + row * len(rows) + 42
+    tmax = max(tmax, max(t for _, t, _ in rows), 1.0)
+    out = [f'<svg class="plot" role="img" aria-label="time to first finding per signature" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    for t in _time_ticks(tmax):
+        xx = ml + w * t / tmax
+        out.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{mt}" y2="{mt + row * len(rows)}" class="grid"/>')
+        out.append(f'<text x="{xx:.1f}" y="{mt + row * len(rows) + 16}" text-anchor="middle" class="tick">{_e(_fmt_s(t))}</text>')
+    for i, (sig, t, n) in enumerate(rows):
+        yy = mt + i * row
+        label = sig if len(sig) <= 44 else sig[:43] + "…"
+        out.append(f'<text x="{ml - 8}" y="{yy + row / 2 + 4}" text-anchor="end" class="sig"><title>{_e(sig)}</title>{_e(label)}</text>')
+        out.append(f'<rect x="{ml}" y="{yy + 6}" width="{max(w * t / tmax, 1.5):.1f}" height="{row - 12}" class="bar-find"><title>{_e(sig)}: first at {_e(_fmt_s(t))}, {n} hits</title></rect>')
+        out.append(f'<text x="{ml + w * t / tmax + 6:.1f}" y="{yy + row / 2 + 4}" class="tick">{_e(_fmt_s(t))} · {n}×</text>')
+    out.append(f'<text x="{ml + w / 2}" y="{height - 2}" text-anchor="middle" class="label">time to first finding</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _heat(n: int, nmax: int) -> str:
+    if n == 0:
+        return "#f3f4f6"
+    f = (n / max(nmax, 1)) ** 0.5
+    lo, hi = (219, 234, 254), (30, 64, 175)
+    r, g, b = (round(lo[i] + (hi[i] - lo[i]) * f) for i in range(3))
+    return f"rgb({r},{g},{b})"
+
+
+def _pc(v) -> str:
+    return {True: "on", False: "off", None: "default"}.get(v, str(v))
+
+
+def plot_coverage(events: list[dict], cell: int = 46, max_rows: int = 16) -> str:
+    """Heat map: rows = layer pattern, columns = KV dtype x prefix caching; cell = cases, red corner = findings."""
+    gen = [e for e in events if e.get("phase", "generate") == "generate"]
+    if not gen:
+        return '<p class="empty">No generated cases.</p>'
+    dtypes = sorted({str(e.get("kv_cache_dtype")) for e in gen}, key=lambda d: (d != "auto", d))
+    pcs = [p for p in (False, None, True) if any(e.get("prefix_caching") == p for e in gen)]
+    per_layers = Counter(str(e.get("layers")) for e in gen)
+    layers = sorted(per_layers, key=lambda s: (len(s), s))
+    if len(layers) > max_rows:  # keep the most used patterns and any with a finding; fold the rest into one row
+        hit = {str(e.get("layers")) for e in gen if e.get("status") == "divergence"}
+        keep = set(sorted(per_layers, key=lambda s: -per_layers[s])[:max_rows - 1]) | hit
+        layers = [s for s in layers if s in keep] + ["other"]
+    cases: Counter = Counter()
+    bad: Counter = Counter()
+    for e in gen:
+        lay = str(e.get("layers"))
+        k = (lay if lay in layers else "other", str(e.get("kv_cache_dtype")), e.get("prefix_caching"))
+        cases[k] += 1
+        if e.get("status") == "divergence":
+            bad[k] += 1
+    nmax = max(cases.values())
+    cols = [(d, p) for d in dtypes for p in pcs]
+    ml, mt = 90, 62
+    width = ml + cell * len(cols) + 20
+    height = mt + cell * len(layers) + 30
+    out = [f'<svg class="plot" role="img" aria-label="coverage: KV dtype x layer pattern x prefix caching" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    for j, d in enumerate(dtypes):
+        x0 = ml + j * len(pcs) * cell
+        out.append(f'<text x="{x0 + len(pcs) * cell / 2}" y="16" text-anchor="middle" class="coltop">{_e(d)}</text>')
+        out.append(f'<line x1="{x0 + 3}" x2="{x0 + len(pcs) * cell - 3}" y1="22" y2="22" class="axis"/>')
+    for j, (d, p) in enumerate(cols):
+        out.append(f'<text x="{ml + j * cell + cell / 2}" y="{mt - 10}" text-anchor="middle" class="tick">{_pc(p)}</text>')
+    out.append(f'<text x="{ml - 8}" y="{mt - 10}" text-anchor="end" class="tick">prefix cache →</text>')
+    for i, lay in enumerate(layers):
+        yy = mt + i * cell
+        out.append(f'<text x="{ml - 8}" y="{yy + cell / 2 + 4}" text-anchor="end" class="sig mono">{_e(lay)}</text>')
+        for j, (d, p) in enumerate(cols):
+            k = (lay, d, p)
+            n, nb = cases[k], bad[k]
+            xx = ml + j * cell
+            tip = f"layers {lay}, kv {d}, prefix caching {_pc(p)}: {n} cases, {nb} divergent"
+            out.append(f'<rect x="{xx + 1}" y="{yy + 1}" width="{cell - 2}" height="{cell - 2}" fill="{_heat(n, nmax)}" class="cell"><title>{_e(tip)}</title></rect>')
+            if n:
+                color = "#fff" if n / nmax > 0.3 else "#1f2937"
+                out.append(f'<text x="{xx + cell / 2}" y="{yy + cell / 2 + 4}" text-anchor="middle" class="cellnum" fill="{color}">{n}</text>')
+            if nb:
+                out.append(f'<path d="M{xx + cell - 16},{yy + 1} H{xx + cell - 1} V{yy + 16} Z" class="corner"><title>{_e(tip)}</title></path>')
+    out.append(f'<text x="{ml}" y="{height - 8}" class="tick">rows: layer pattern (L = linear attention, F = full attention); number = cases; red corner = findings</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def plot_steps(events: list[dict], width: int = 760, top: int = 12) -> str:
+    """Horizontal stacked bars: the most frequent step sequences and their outcomes."""
+    gen = [e for e in events if e.get("phase", "generate") == "generate"]
+    if not gen:
+        return '<p class="empty">No generated cases.</p>'
+    by: dict[str, Counter] = defaultdict(Counter)
+    for e in gen:
+        by[_short_steps(str(e.get("steps", "")))][e.get("status", "pass")] += 1
+    rows = sorted(by.items(), key=lambda kv: -sum(kv[1].values()))
+    hidden = len(rows) - top
+    rows = rows[:top]
+    ml, mr, mt, row = 280, 60, 8, 24
+    w = width - ml - mr
+    nmax = max(sum(c.values()) for _, c in rows)
+    height = mt + row * len(rows) + 40
+    out = [f'<svg class="plot" role="img" aria-label="step sequences covered" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    for i, (name, c) in enumerate(rows):
+        yy = mt + i * row
+        label = name if len(name) <= 42 else name[:41] + "…"
+        out.append(f'<text x="{ml - 8}" y="{yy + row / 2 + 4}" text-anchor="end" class="sig mono"><title>{_e(name)}</title>{_e(label)}</text>')
+        xx = ml
+        for status in ("pass", "unsupported", "divergence"):
+            n = c.get(status, 0)
+            if n:
+                bw = w * n / nmax
+                out.append(f'<rect x="{xx:.1f}" y="{yy + 4}" width="{bw:.1f}" height="{row - 8}" fill="{STATUS_COLORS[status]}"><title>{_e(name)}: {n} {status}</title></rect>')
+                xx += bw
+        out.append(f'<text x="{xx + 6:.1f}" y="{yy + row / 2 + 4}" class="tick">{sum(c.values())}</text>')
+    ly = mt + row * len(rows) + 22
+    lx = ml
+    for status, color in STATUS_COLORS.items():
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{color}"/><text x="{lx + 16}" y="{ly}" class="tick">{status}</text>')
+        lx += 110
+    if hidden > 0:
+        out.append(f'<text x="{ml - 8}" y="{ly}" text-anchor="end" class="tick">+{hidden} rarer sequences</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+_ABBR = {"generate": "gen", "sleep": "sleep", "wake_up": "wake", "reset_prefix_cache": "reset"}
+
+
+def _short_steps(steps: str) -> str:
+    """"generate,generate,sleep,wake_up,generate" -> "gen×2 → sleep → wake → gen"."""
+    names = [_ABBR.get(s.strip(), s.strip()) for s in steps.split(",") if s.strip()]
+    out: list[list] = []
+    for n in names:
+        if out and out[-1][0] == n:
+            out[-1][1] += 1
+        else:
+            out.append([n, 1])
+    return " → ".join(n if k == 1 else f"{n}×{k}" for n, k in out) or "(none)"
+
+
+def _bars_status(events: list[dict]) -> dict[str, int]:
+    c = Counter(e.get("status", "pass") for e in events)
+    return {s: c.get(s, 0) for s in STATUS_COLORS}
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1f2937;margin:0;background:#f8fafc}
+main{max-width:860px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-height:100vh;box-shadow:0 0 0 1px #e5e7eb}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:30px 0 6px;border-bottom:1px solid #e5e7eb;padding-bottom:4px}
+.sub{color:#6b7280;margin:0 0 16px}.note{color:#6b7280;font-size:13px;margin:2px 0 8px}
+.cards{display:grid;grid-template-columns:repeat(5,1fr);gap:10px}.card{border:1px solid #e5e7eb;border-radius:8px;padding:10px 12px}
+.card .v{font-size:22px;font-weight:600}.card .k{color:#6b7280;font-size:12px}.card.bad .v{color:#d1495b}
+svg.plot{display:block;max-width:100%;height:auto;font-family:inherit}
+.grid{stroke:#eef0f3}.axis{stroke:#9ca3af}.tick{font-size:11px;fill:#4b5563}.label{font-size:12px;fill:#374151}
+.found{fill:#d1495b}.cases{fill:#2563eb}.line-found{fill:none;stroke:#d1495b;stroke-width:2.5}.line-cases{fill:none;stroke:#2563eb;stroke-width:1.5;stroke-dasharray:4 3}
+.dot-found{fill:#d1495b;stroke:#fff;stroke-width:1.5}.first{stroke:#f59e0b;stroke-width:1.5;stroke-dasharray:5 3}.first-label{font-size:11px;fill:#b45309}
+.bar-find{fill:#d1495b;opacity:.85}.sig{font-size:12px;fill:#374151}.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
+.coltop{font-size:12px;font-weight:600;fill:#374151}.cellnum{font-size:12px;font-weight:600}.corner{fill:#d1495b}.cell{stroke:#fff}
+.empty{color:#6b7280;font-style:italic}
+table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eef0f3;vertical-align:top}
+th{color:#6b7280;font-weight:600}code{font-family:ui-monospace,Menlo,monospace;font-size:12px;background:#f3f4f6;padding:1px 4px;border-radius:3px}
+.legend{display:flex;gap:16px;font-size:12px;color:#4b5563;margin:4px 0}.legend i{display:inline-block;width:18px;height:3px;vertical-align:middle;margin-right:5px}
+.problems{color:#b45309}
+"""
+
+
+def render(c: Campaign) -> str:
+    s = c.summary
+    events = c.events
+    tmax = float(s.get("elapsed_s") or max([float(e.get("t", 0)) for e in events] + [0.0]))
+    firsts = first_seen(events)
+    ttff = s.get("time_to_first_finding_s")
+    if ttff is None and firsts:
+        ttff = firsts[0][1]
+    n_cases = s.get("cases", len(events))
+    n_findings = s.get("findings", len(firsts))
+    status = _bars_status(events)
+    gen = [e for e in events if e.get("phase", "generate") == "generate"]
+    combos = {(e.get("layers"), e.get("kv_cache_dtype"), e.get("prefix_caching")) for e in gen}
+    secs = sum(float(e.get("seconds", 0)) for e in events)
+    title = f"hybridfuzz campaign {os.path.basename(os.path.abspath(c.path))}"
+    parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title><style>{CSS}</style></head><body><main>"]
+    parts.append(f"<h1>{_e(title)}</h1>")
+    parts.append(f'<p class="sub">started {_e(s.get("started", "?"))} · engine {_e(s.get("engine", "?"))} · vLLM {_e(s.get("vllm", "?"))} · '
+                 f'seed {_e(s.get("seed", "?"))} · budget {_e(_fmt_s(s.get("budget_s")))} · ran {_e(_fmt_s(tmax))} '
+                 f'(shrinking {_e(_fmt_s(s.get("shrink_s", 0)))})</p>')
+    if c.problems:
+        parts.append('<p class="problems">' + "<br>".join(_e(p) for p in c.problems) + "</p>")
+    cards = [("cases run", n_cases, False), ("findings", n_findings, bool(n_findings)), ("time to first finding", _fmt_s(ttff), False),
+             ("configurations covered", len(combos), False), ("cases / min", f"{60 * len(events) / tmax:.1f}" if tmax else "—", False)]
+    parts.append('<div class="cards">' + "".join(f'<div class="card{" bad" if bad else ""}"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
+                                               for k, v, bad in cards) + "</div>")
+    parts.append("<h2>Findings over time</h2>")
+    parts.append('<div class="legend"><span><i style="background:#d1495b"></i>distinct findings (signatures)</span>'
+                 '<span><i style="background:#2563eb"></i>cases run (right axis)</span><span><i style="background:#f59e0b"></i>first finding</span></div>')
+    parts.append(plot_findings_over_time(events, first=ttff))
+    parts.append("<h2>Time to first finding, per signature</h2>")
+    parts.append(plot_time_to_find(events, tmax))
+    parts.append("<h2>Configuration space covered</h2>")
+    parts.append('<p class="note">Generated cases (shrinking runs left out) by KV-cache dtype × prefix caching (columns) and layer pattern (rows).</p>')
+    parts.append(plot_coverage(events))
+    parts.append("<h3>Step sequences</h3>")
+    parts.append(plot_steps(events))
+    parts.append(f'<p class="note">{status["pass"]} pass, {status["divergence"]} divergent, {status["unsupported"]} unsupported runs; '
+                 f'{secs:.0f} s of engine time.</p>')
+    parts.append("<h2>Findings</h2>")
+    if c.findings:
+        hit = {sig: (t, n) for sig, t, n in firsts}
+        rows = []
+        for name, case in c.findings:
+            if isinstance(case, str):
+                rows.append(f"<tr><td><code>{_e(name)}</code></td><td colspan=3 class=problems>{_e(case)}</td></tr>")
+                continue
+            obs = [o for o in case.observed if o.verdict == "divergence"]
+            o = obs[-1] if obs else None
+            sig = o.signature if o else ""
+            t, n = hit.get(sig, (None, 0))
+            rows.append(f"<tr><td><code>{_e(sig or name)}</code><br><a href=\"findings/{_e(name)}\">{_e(name)}</a></td>"
+                        f"<td>{_e(o.summary if o else '(no divergence recorded)')}</td><td>{_e(_fmt_s(t))}</td><td>{n}</td></tr>")
+        parts.append("<table><tr><th>signature / case</th><th>summary</th><th>first found</th><th>hits</th></tr>" + "".join(rows) + "</table>")
+    else:
+        parts.append('<p class="empty">No finding files.</p>')
+    parts.append("</main></body></html>")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- synthetic campaigns
+
+def write_demo_campaign(path: str, seed: int = 0, n: int = 240, budget_s: float = 1800.0) -> str:
+    """A plausible campaign directory in the fuzz loop's format (for tests and screenshots)."""
+    from hybridfuzz.case import Case, Generate, Observation, ResetPrefixCache, dump_case
+    from hybridfuzz.case import EngineConfig, OracleSpec
+    from hybridfuzz.model import FULL, LINEAR, ModelSpec
+
+    rng = random.Random(seed)
+    os.makedirs(os.path.join(path, "findings"), exist_ok=True)
+    bugs = {  # (dtype, prefix caching) -> signature, how likely a case there hits it
+        ("fp8", True): ("reference:beyond-noise:3f9a1c02", 0.25),
+        ("auto", True): ("self_consistency:repeat-differs:8b21d7e4", 0.08),
+        ("fp8_e5m2", None): ("health:nonfinite:c0ffee11", 0.12),
+    }
+    t, events, first = 0.0, [], None
+    steps_pool = ["generate,generate", "generate,reset_prefix_cache,generate", "generate,sleep,wake_up,generate",
+                  "generate,generate,generate", "generate,sleep,wake_up,reset_prefix_cache,generate", "generate"]
+    for i in range(n):
+        dt = rng.uniform(3, 11)
+        t += dt
+        dtype = rng.choice(["auto", "auto", "fp8", "fp8_e4m3", "fp8_e5m2"])
+        pc = rng.choice([True, False, None])
+        layers = "".join(rng.choice("LF") for _ in range(rng.randint(2, 4)))
+        if "L" not in layers:
+            layers = "L" + layers[1:]
+        steps = rng.choice(steps_pool)
+        status, sig = "pass", ""
+        bug = bugs.get((dtype, pc))
+        if bug and rng.random() < bug[1] * (1 + i / n):
+            status, sig = "divergence", bug[0]
+        elif rng.random() < 0.05:
+            status = "unsupported"
+        events.append({"t": round(t, 2), "phase": "generate", "status": status, "signature": sig, "kv_cache_dtype": dtype,
+                       "layers": layers, "prefix_caching": pc, "steps": steps, "seconds": round(dt * 0.9, 2)})
+        if status == "divergence":
+            if first is None:
+                first = t
+            for _ in range(rng.randint(2, 5)):  # shrinking
+                t += rng.uniform(2, 6)
+                events.append({"t": round(t, 2), "phase": "shrink", "status": rng.choice(["divergence", "pass"]), "signature": sig if rng.random() < .6 else "",
+                               "kv_cache_dtype": dtype, "layers": layers, "prefix_caching": pc, "steps": "generate,generate", "seconds": 3.0})
+    found = sorted({e["signature"] for e in events if e["status"] == "divergence" and e["signature"]})
+    for sig in found:
+        oracle, symptom = sig.split(":")[0], sig.split(":")[1]
+        dtype = next(k[0] for k, v in bugs.items() if v[0] == sig)
+        case = Case(model=ModelSpec(layers=(LINEAR, FULL)), engine=EngineConfig(kv_cache_dtype=dtype, enable_prefix_caching=True),
+                    steps=[Generate(prompts=[[5, 6, 7, 8]]), ResetPrefixCache(), Generate(prompts=[[5, 6, 7, 8]])],
+                    oracle=OracleSpec(checks=["health", "self_consistency", "reference"]),
+                    observed=[Observation(vllm="0.32.0", verdict="divergence", oracle=oracle, summary=f"synthetic {symptom} finding at token 1",
+                                          signature=sig, evidence=["synthetic"])])
+        with open(os.path.join(path, "findings", sig.replace(":", "_") + ".yaml"), "w", encoding="utf-8") as f:
+            f.write(dump_case(case))
+    with open(os.path.join(path, "events.jsonl"), "w", encoding="utf-8") as f:
+        for e in events:
+            f.write(json.dumps(e) + "\n")
+    summary = {"started": "2026-11-29T10:00:00+00:00", "budget_s": budget_s, "elapsed_s": round(t, 2), "cases": len(events),
+               "findings": len(found), "time_to_first_finding_s": round(first, 2) if first is not None else None,
+               "shrink_s": round(sum(e["seconds"] for e in events if e["phase"] == "shrink"), 2), "engine": "cpu", "vllm": "0.32.0", "seed": seed}
+    with open(os.path.join(path, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
+    return path
