@@ -13,7 +13,7 @@ def cmd_export(args) -> int:
     case = load_case_file(args.case)
     title = export.issue_title(case).removeprefix("[Bug]: ")
     name = os.path.basename(args.case)
-    script_name = os.path.basename(args.script) if args.script else "repro_" + os.path.splitext(name)[0].replace("-", "_") + ".py"
+    script_name = os.path.basename(args.script) if args.script else export.default_script_name(name)
     script = export.standalone_script(case, title=title, case_name=name, script_name=script_name)
     if args.script:
         with open(args.script, "w", encoding="utf-8") as f:
@@ -29,7 +29,8 @@ def cmd_export(args) -> int:
             rc, output = export.run_script(path, timeout=args.timeout, env=env, cwd=tmp)
             output = "\n".join(line for line in output.splitlines() if not line.startswith("Triton is installed"))
     env_text = export.collect_env_text() if args.collect_env else None
-    body = export.issue_markdown(case, case_name=name, env_text=env_text, script_output=output, script_rc=rc)
+    body = export.issue_markdown(case, case_name=name, env_text=env_text, script_output=output, script_rc=rc,
+                                 script_name=script_name)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(body)

@@ -88,6 +88,44 @@ def _source(obj) -> str:
     return textwrap.dedent(inspect.getsource(obj)).rstrip() + "\n"
 
 
+_LITERALS = (bool, int, float, str, tuple, list, dict, type(None))
+
+
+def _code_names(code) -> set[str]:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names |= _code_names(c)
+    return names
+
+
+def copied_source(module, roots: list) -> str:
+    """Source of roots plus what they use from module: its helper functions and classes (source) and
+    its constants (their current value, as a literal). Imports (torch, hashlib...) are the script's own."""
+    consts: dict[str, Any] = {}
+    defs: list = []
+    todo = list(roots)
+    while todo:
+        obj = todo.pop(0)
+        if obj in defs:
+            continue
+        defs.append(obj)
+        code = getattr(obj, "__code__", None)
+        codes = [code] if code else [f.__code__ for f in vars(obj).values() if hasattr(f, "__code__")]
+        for name in sorted(set().union(*(_code_names(c) for c in codes)) if codes else set()):
+            if name not in vars(module):
+                continue
+            value = vars(module)[name]
+            if inspect.ismodule(value):
+                continue
+            if (inspect.isfunction(value) or inspect.isclass(value)) and getattr(value, "__module__", None) == module.__name__:
+                todo.append(value)
+            elif isinstance(value, _LITERALS):
+                consts[name] = value
+    out = [f"{k} = {v!r}" for k, v in sorted(consts.items())]
+    return ("\n".join(out) + "\n\n\n" if out else "") + "\n\n".join(_source(d) for d in defs)
+
+
 def _tol(t) -> str:
     drift = "float('inf')" if t.drift == float("inf") else repr(t.drift)
     return f"Tolerance(flip_margin={t.flip_margin!r}, drift={drift})"
@@ -136,13 +174,6 @@ REJECTION_TYPES = {rejection_types}
 TIMEOUT_S = 600.0
 
 # ---------------------------------------------------------------- the tiny model (copied from hybridfuzz/model.py)
-LINEAR = {linear!r}
-FULL = {full!r}
-ARCHITECTURES = {architectures!r}
-NUM_EXPERTS = {num_experts!r}
-HEAD_GAIN = {head_gain!r}
-
-
 {model_source}
 
 def build_model(out_dir: str) -> str:
@@ -401,17 +432,16 @@ def standalone_script(case: Case, title: str = "", case_name: str = "a hybridfuz
             if ref.env != case.engine.env:
                 raise ValueError("a reference that overrides engine.env cannot share one script environment")
             ref_engine = _engine_kwargs(ref)
-    model_source = "\n\n".join(_source(f) for f in (model_mod.hf_config, model_mod.tensor_shapes, model_mod.make_tensor))
-    compare_source = "\n\n".join(_source(o) for o in (compare_mod.Tolerance, compare_mod.Mismatch, compare_mod._lp,
-                                                       compare_mod.compare_requests, compare_mod.is_degenerate))
+    model_source = copied_source(model_mod, [model_mod.hf_config, model_mod.tensor_shapes, model_mod.make_tensor])
+    compare_source = copied_source(compare_mod, [compare_mod.Tolerance, compare_mod.Mismatch, compare_mod.compare_requests,
+                                                 compare_mod.is_degenerate])
     return _TEMPLATE.format(
         title=title or "hybridfuzz case", case_name=case_name, script_name=script_name,
         layers=", ".join(case.model.layers), checks=", ".join(case.oracle.checks),
         env=_pyrepr({**SCRIPT_ENV, **case.engine.env}), spec=_pyrepr(spec), engine=_pyrepr(_engine_kwargs(case.engine)),
         reference_engine=_pyrepr(ref_engine), steps=_pyrepr(_step_dicts(case)), checks_list=_pyrepr(list(case.oracle.checks)),
         rejection_types=_pyrepr(list(REJECTION_TYPES)),
-        linear=model_mod.LINEAR, full=model_mod.FULL, architectures=model_mod.ARCHITECTURES,
-        num_experts=model_mod.NUM_EXPERTS, head_gain=model_mod.HEAD_GAIN, model_source=model_source,
+        model_source=model_source,
         compare_source=compare_source, exact=_tol(compare_mod.EXACT), quantized=_tol(compare_mod.QUANTIZED),
     )
 
@@ -499,10 +529,14 @@ def _expected(case: Case) -> list[str]:
     return out
 
 
+def default_script_name(case_name: str) -> str:
+    return "repro_" + os.path.splitext(os.path.basename(case_name))[0].replace("-", "_") + ".py"
+
+
 def issue_markdown(case: Case, case_name: str = "case.yaml", env_text: str | None = None, env: dict[str, str] | None = None,
-                   script_output: str | None = None, script_rc: int | None = None) -> str:
+                   script_output: str | None = None, script_rc: int | None = None, script_name: str | None = None) -> str:
     title = issue_title(case)
-    script_name = "repro_" + os.path.splitext(os.path.basename(case_name))[0].replace("-", "_") + ".py"
+    script_name = script_name or default_script_name(case_name)
     script = standalone_script(case, title=title.removeprefix("[Bug]: "), case_name=case_name, script_name=script_name)
     env = env if env is not None else environment_summary()
     obs = latest_divergence(case)
