@@ -1,0 +1,112 @@
+"""hybridfuzz report: a self-contained HTML page with inline SVG plots for a campaign directory."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from hybridfuzz import cli, report
+
+
+@pytest.fixture
+def campaign(tmp_path):
+    return report.write_demo_campaign(str(tmp_path / "camp"), seed=1, n=120)
+
+
+def _svgs(html: str) -> list[str]:
+    return re.findall(r"<svg\b.*?</svg>", html, flags=re.S)
+
+
+def test_demo_campaign_has_the_loop_format(campaign):
+    s = json.load(open(os.path.join(campaign, "summary.json")))
+    assert set(s) == {"started", "budget_s", "elapsed_s", "cases", "findings", "time_to_first_finding_s", "shrink_s", "engine", "vllm", "seed"}
+    events = [json.loads(line) for line in open(os.path.join(campaign, "events.jsonl"))]
+    assert len(events) == s["cases"] and {e["phase"] for e in events} <= {"generate", "shrink"}
+    assert set(events[0]) == {"t", "phase", "status", "signature", "kv_cache_dtype", "layers", "prefix_caching", "steps", "seconds"}
+    c = report.load_campaign(campaign)
+    assert not c.problems and len(c.findings) == s["findings"] > 0 and all(not isinstance(case, str) for _, case in c.findings)
+
+
+def test_report_html(campaign):
+    c = report.load_campaign(campaign)
+    html = report.render(c)
+    assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
+    # self-contained: no scripts, stylesheets, images or fonts from elsewhere
+    assert not re.search(r"<script|<link|<img|@import|url\(", html)
+    svgs = _svgs(html)
+    labels = [re.search(r'aria-label="([^"]+)"', s).group(1) for s in svgs]
+    assert labels == ["findings over time", "time to first finding per signature",
+                      "coverage: KV dtype x layer pattern x prefix caching", "step sequences covered"]
+    for s in svgs:  # each plot is well-formed XML
+        ET.fromstring(s)
+    first = c.summary["time_to_first_finding_s"]
+    assert f"first finding {report._fmt_s(first)}" in html
+    for sig, _, _ in report.first_seen(c.events):
+        assert sig in html
+    # coverage: every KV dtype of a generated case is a column
+    for dtype in {e["kv_cache_dtype"] for e in c.events if e["phase"] == "generate"}:
+        assert f'class="coltop">{dtype}</text>' in html
+    # the red corner marks appear exactly where generated cases diverged
+    assert html.count('class="corner"') == len({(e["layers"], e["kv_cache_dtype"], e["prefix_caching"]) for e in c.events
+                                                 if e["phase"] == "generate" and e["status"] == "divergence"})
+
+
+def test_plot_numbers():
+    events = [{"t": 10, "status": "pass", "signature": ""}, {"t": 20, "status": "divergence", "signature": "a:x:1"},
+              {"t": 30, "status": "divergence", "signature": "a:x:1"}, {"t": 40, "status": "divergence", "signature": "b:y:2"}]
+    assert report.first_seen(events) == [("a:x:1", 20.0, 2), ("b:y:2", 40.0, 1)]
+    svg = report.plot_findings_over_time(events, first=20.0)
+    assert svg.count('class="dot-found"') == 2 and "first finding 20 s" in svg
+    assert report._short_steps("generate,generate,sleep,wake_up,generate") == "gen×2 → sleep → wake → gen"
+    assert report._time_ticks(1800) == [0, 600, 1200, 1800] and report._time_ticks(50) == [0, 10, 20, 30, 40, 50]
+
+
+def test_empty_and_broken_campaigns(tmp_path):
+    d = tmp_path / "empty"
+    d.mkdir()
+    html = report.render(report.load_campaign(str(d)))
+    assert "summary.json" in html and "No findings in this campaign." in html and "No generated cases." in html
+    (d / "summary.json").write_text(json.dumps({"cases": 1, "findings": 0, "time_to_first_finding_s": None}))
+    (d / "events.jsonl").write_text('{"t": 1, "phase": "generate", "status": "pass", "signature": "", "kv_cache_dtype": "auto", '
+                                    '"layers": "LF", "prefix_caching": null, "steps": "generate", "seconds": 1}\nnot json\n')
+    c = report.load_campaign(str(d))
+    assert c.problems == ["events.jsonl line 2: not JSON"]
+    html = report.render(c)
+    assert len(_svgs(html)) == 3 and "—" in html  # no time to first finding
+
+
+def test_cli_report(campaign, capsys):
+    assert cli.main(["report", campaign]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == os.path.join(campaign, "report.html") and os.path.getsize(out) > 5000
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium here")
+def test_report_renders_in_headless_chromium(campaign, tmp_path):
+    """The page renders with its plots: the screenshot holds the plot colours (red findings line, blue heat map cells)."""
+    from PIL import Image
+
+    page = os.path.join(campaign, "report.html")
+    with open(page, "w") as f:
+        f.write(report.render(report.load_campaign(campaign)))
+    png = tmp_path / "shot.png"
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tempfile.mkdtemp()}", f"--screenshot={png}", "--window-size=1200,2400", f"file://{page}"],
+                   capture_output=True, timeout=120)
+    assert png.exists()
+    im = Image.open(png).convert("RGB").resize((300, 600))
+    colours = set(im.getdata())
+    near = lambda c, ref: all(abs(a - b) < 30 for a, b in zip(c, ref))  # noqa: E731
+    assert any(near(c, (209, 73, 91)) for c in colours), "no findings-red on the page"
+    assert any(near(c, (76, 154, 95)) for c in colours), "no pass-green bars"
+    assert sum(1 for c in colours if c[2] > c[0] + 60) > 20, "no blue heat-map cells"
