@@ -44,7 +44,8 @@ def cmd_atheris(args) -> int:
     argv = [sys.executable, script]
     if args.harness == "components":
         argv += ["--property", args.property, "--out", args.out]
-    argv += [f"-atheris_runs={args.runs}", *args.libfuzzer_args]
+    extra = args.libfuzzer if args.libfuzzer is not None else ("-max_len=4096 -len_control=0" if args.harness == "components" else "-max_len=512")
+    argv += [f"-atheris_runs={args.runs}", *extra.split()]
     if args.corpus:
         os.makedirs(args.corpus, exist_ok=True)
         argv.append(args.corpus)
@@ -66,5 +67,5 @@ def register(sub) -> None:
     a.add_argument("--corpus", default=None, help="libFuzzer corpus directory (created; seeded with corpus/*.yaml for the loader)")
     a.add_argument("--property", default="kv_layout", choices=["scale_view_fill", "wake_kv_reinit", "kv_layout"])
     a.add_argument("--out", default=os.path.join("corpus", "found"))
-    a.add_argument("libfuzzer_args", nargs="*", help="extra libFuzzer flags after --, e.g. -- -max_len=512")
+    a.add_argument("--libfuzzer", default=None, help="extra libFuzzer flags in one string (default: components '-max_len=4096 -len_control=0', loader '-max_len=512')")
     a.set_defaults(func=cmd_atheris)
