@@ -18,7 +18,7 @@ LINEAR = "linear_attention"
 FULL = "full_attention"
 LAYER_KINDS = (LINEAR, FULL)
 ARCHITECTURES = {"qwen3_next": "Qwen3NextForCausalLM"}
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 NUM_EXPERTS = 2  # bump when the weight recipe changes: it is part of the cache key
 
 
@@ -31,9 +31,11 @@ class ModelSpec:
     hidden_size: int = 128
     vocab_size: int = 512
     intermediate_size: int = 256
-    num_attention_heads: int = 2
-    num_key_value_heads: int = 1
-    head_dim: int = 64
+    # 2 KV heads x 256 make an attention page as big as a GDN state page at
+    # 128-token blocks, so prompts of a few hundred tokens get prefix-cache hits.
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    head_dim: int = 256
     linear_num_key_heads: int = 1
     linear_num_value_heads: int = 1
     linear_key_head_dim: int = 128
@@ -135,6 +137,10 @@ def tensor_shapes(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
 # value, which gives top-1 margins of a few nats instead of the near-uniform
 # distribution of std-0.02 initialisation (see README, "Tiny models").
 HEAD_GAIN = 4.0
+# Output projections of the mixing branches, by module name. A GDN branch that
+# dominates the residual stream makes recurrent-state corruption visible in the
+# logits instead of being averaged away by the MLPs.
+BRANCH_GAINS = {"out_proj": float(os.environ.get("HF_GDN_GAIN", "4.0")), "o_proj": 2.0, "down_proj": 0.5}
 
 
 def make_tensor(name: str, shape: tuple[int, ...], seed: int):
@@ -155,8 +161,7 @@ def make_tensor(name: str, shape: tuple[int, ...], seed: int):
         return w
     if name == "lm_head.weight":
         return w * (HEAD_GAIN / shape[-1] ** 0.5)
-    fan_in = shape[-1] if len(shape) == 2 else shape[-1]
-    return w / fan_in ** 0.5
+    return w * (BRANCH_GAINS.get(name.rsplit(".", 2)[-2], 1.0) / shape[-1] ** 0.5)
 
 
 def cache_root() -> Path:

@@ -21,7 +21,10 @@ class Tolerance:
     drift: float = float("inf")  # max |logprob difference| of shared top-k tokens before the first flip
 
 
-EXACT = Tolerance(flip_margin=1e-3, drift=float("inf"))
+# Identical requests in one engine: measured bit-identical logprobs on CPU across
+# batch shapes and prefix-cache hit/miss (README "Oracle calibration"); 0.02 nats
+# leaves room for GPU batch variance while the seed-1 fault moves 0.1+ nats.
+EXACT = Tolerance(flip_margin=1e-3, drift=0.02)
 # Calibrated on CPU fp8 vs auto pairs (see README "Oracle calibration").
 QUANTIZED = Tolerance(flip_margin=1.0, drift=2.0)
 

@@ -17,7 +17,7 @@ def check_health(trace: Trace, label: str = "case") -> Verdict:
         step = next((s for s in trace.steps if s.error), None)
         where = f"step {step.index} ({step.kind})" if step else "start-up"
         evidence = [f"{label}: {where}: {err.one_line() if err else trace.outcome}"]
-        if trace.log_tail:
+        if trace.log_tail and trace.outcome in ("crash", "timeout"):
             evidence.append("log tail:\n" + trace.log_tail[-1500:])
         symptom = f"{trace.outcome}:{err.type if err else ''}"
         code_where = err.where.split(" in ")[-1] if err and err.where else ""

@@ -24,10 +24,9 @@ REJECTION_TYPES = ("ValueError", "NotImplementedError", "ValidationError", "Impo
 def error_info(exc: BaseException) -> ErrorInfo:
     frames = traceback.extract_tb(exc.__traceback__)
     where = ""
-    for fr in reversed(frames):
-        if "vllm" in fr.filename or fr is frames[0]:
-            where = f"{fr.filename.split('site-packages/')[-1]}:{fr.lineno} in {fr.name}"
-            break
+    if frames:  # the innermost frame: where the exception was raised
+        fr = frames[-1]
+        where = f"{fr.filename.split('site-packages/')[-1].split('/work/main/')[-1]}:{fr.lineno} in {fr.name}"
     return ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000], where=where)
 
 

@@ -1,0 +1,43 @@
+"""Findings on disk: one YAML case per signature, written atomically when found and
+whenever shrinking makes it smaller, so a killed run never loses what it found."""
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+from hybridfuzz.case import Case, CaseError, Generate, dump_case, load_case_file
+from hybridfuzz.store import write_atomic
+
+
+def case_size(case: Case) -> tuple:
+    """Smaller is simpler: fewer layers, fewer steps, fewer prompt tokens, fewer non-default knobs."""
+    tokens = sum(len(p) + s.max_tokens for s in case.steps if isinstance(s, Generate) for p in s.prompts)
+    from hybridfuzz.case import EngineConfig
+
+    knobs = sum(1 for f in EngineConfig.__dataclass_fields__ if getattr(case.engine, f) != getattr(EngineConfig(), f))
+    return (len(case.model.layers), len(case.steps), tokens, knobs)
+
+
+def filename(signature: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", signature) + ".yaml"
+
+
+def known_signatures(*dirs: str) -> set[str]:
+    """Signatures recorded in the observed entries of every case under dirs."""
+    sigs: set[str] = set()
+    for d in dirs:
+        for path in glob.glob(os.path.join(d, "**", "*.yaml"), recursive=True):
+            try:
+                case = load_case_file(path)
+            except CaseError:
+                continue
+            sigs |= {o.signature for o in case.observed if o.signature}
+    return sigs
+
+
+def write_finding(directory: str, case: Case) -> str:
+    sig = case.observed[-1].signature
+    path = os.path.join(directory, filename(sig))
+    write_atomic(path, dump_case(case))
+    return path

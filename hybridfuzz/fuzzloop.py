@@ -1,0 +1,203 @@
+"""The fuzz loop: Hypothesis generates cases, engines run them, oracles judge,
+Hypothesis shrinks each new failure, findings are written as they improve.
+
+One Hypothesis run per finding: when a run fails with a new signature, that
+signature becomes the shrink target (other new signatures met while shrinking are
+written unshrunk and taken up later). When shrinking ends, the minimal case is
+replayed once on a fresh engine; only a finding that replays is reported. Then
+a new run starts with the signature known, until the budget is spent.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from hybridfuzz.case import Case
+from hybridfuzz.cli import observation
+from hybridfuzz.executor import evaluate
+from hybridfuzz.findings import case_size, known_signatures, write_finding
+
+
+class BudgetSpent(BaseException):
+    """Stops Hypothesis at once (a BaseException is not a test failure, so it is not shrunk)."""
+
+
+class FoundBug(AssertionError):
+    pass
+
+
+@dataclass
+class Stats:
+    started: float = field(default_factory=time.time)
+    cases: int = 0
+    findings: list[dict] = field(default_factory=list)
+    first_finding_s: float | None = None
+    shrink_s: float = 0.0
+    unreplayed: int = 0
+
+
+@dataclass
+class FuzzConfig:
+    budget_s: float
+    out_dir: str
+    findings_dir: str
+    seed: int = 0
+    timeout_s: float = 300.0
+    known_dirs: tuple[str, ...] = ()
+    database: object | None = None  # a Hypothesis ExampleDatabase; default: OUT/hypothesis-db
+    max_layers: int = 8
+    max_steps: int = 6
+
+
+class FuzzLoop:
+    def __init__(self, config: FuzzConfig, host, platform, progress=None):
+        self.cfg = config
+        self.host = host
+        self.platform = platform
+        self.stats = Stats()
+        self.progress = progress or (lambda stats, phase: None)
+        os.makedirs(config.out_dir, exist_ok=True)
+        self.known = known_signatures(config.findings_dir, *config.known_dirs)
+        self.pending: list[Case] = []
+        self._events = open(os.path.join(config.out_dir, "events.jsonl"), "a")
+        self._deadline = self.stats.started + config.budget_s
+        self._target: str | None = None
+        self._best: tuple | None = None
+        self._shrink_started = 0.0
+        self.database = config.database or DirectoryBasedExampleDatabase(os.path.join(config.out_dir, "hypothesis-db"))
+
+    # -- one example
+    def _event(self, case: Case, verdict, seconds: float, phase: str) -> None:
+        e = case.engine
+        self._events.write(json.dumps({
+            "t": round(time.time() - self.stats.started, 3), "phase": phase, "status": verdict.status,
+            "signature": verdict.signature, "kv_cache_dtype": e.kv_cache_dtype,
+            "layers": "".join("L" if k == "linear_attention" else "F" for k in case.model.layers),
+            "prefix_caching": e.enable_prefix_caching, "steps": ",".join(type(s).__name__ for s in case.steps),
+            "seconds": round(seconds, 3)}) + "\n")
+        self._events.flush()
+
+    def _record(self, case: Case, result) -> Case:
+        obs = observation(result)
+        return case.replace(observed=[obs], note=f"found by hybridfuzz fuzz (seed {self.cfg.seed}) on {obs.date}")
+
+    def body(self, case: Case) -> None:
+        if time.time() > self._deadline:
+            raise BudgetSpent()
+        phase = "shrink" if self._target else "generate"
+        t0 = time.time()
+        result = evaluate(case, self.host, self.cfg.timeout_s)
+        self.stats.cases += 1
+        v = result.verdict
+        self._event(case, v, time.time() - t0, phase)
+        self.progress(self.stats, phase)
+        if self._is_target(case, result):
+            raise FoundBug(v.one_line())  # the one raise site: Hypothesis sees one bug throughout
+
+    def _is_target(self, case: Case, result) -> bool:
+        """Write what is new or smaller; True when this example fails with the shrink target."""
+        v = result.verdict
+        if v.status != "divergence" or v.signature in self.known:
+            return False
+        if self._target is None:
+            self._target, self._best, self._shrink_started = v.signature, case_size(case), time.time()
+            if self.stats.first_finding_s is None:
+                self.stats.first_finding_s = time.time() - self.stats.started
+            write_finding(self.cfg.findings_dir, self._record(case, result))
+            return True
+        if v.signature == self._target:
+            size = case_size(case)
+            if size < self._best:  # type: ignore[operator]
+                self._best = size
+                write_finding(self.cfg.findings_dir, self._record(case, result))
+            return True
+        # another new bug met while shrinking: keep it unshrunk; a later run will meet it again
+        write_finding(self.cfg.findings_dir, self._record(case, result))
+        self.pending.append(case)
+        return False
+
+    # -- campaign
+    def _one_run(self, run_seed: int) -> None:
+        from hybridfuzz.strategies import cases
+
+        strategy = cases(self.platform, self.cfg.max_layers, self.cfg.max_steps)
+
+        @hseed(run_seed)
+        @settings(database=self.database, deadline=None, max_examples=100_000, derandomize=False,
+                  suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False,
+                  phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
+        @given(strategy)
+        def test(case):
+            self.body(case)
+
+        test()
+
+    def _finish_target(self) -> None:
+        """Replay the minimal case on a fresh engine; report it only if it reproduces."""
+        from hybridfuzz.case import load_case_file
+        from hybridfuzz.findings import filename
+
+        sig = self._target
+        self.stats.shrink_s += time.time() - self._shrink_started
+        path = os.path.join(self.cfg.findings_dir, filename(sig))
+        case = load_case_file(path)
+        again = evaluate(case.replace(observed=[]), self.host, self.cfg.timeout_s)
+        replays = again.verdict.signature == sig
+        note = case.note + ("; replayed on a fresh engine: same signature" if replays else "; did NOT replay on a fresh engine (flaky)")
+        from hybridfuzz.store import write_atomic
+        from hybridfuzz.case import dump_case
+
+        if replays:
+            write_atomic(path, dump_case(case.replace(note=note)))
+            self.stats.findings.append({"signature": sig, "path": path, "summary": case.observed[-1].summary,
+                                        "found_s": round(self.stats.first_finding_s or 0, 1),
+                                        "size": list(case_size(case)), "shrink_s": round(time.time() - self._shrink_started, 1)})
+        else:
+            self.stats.unreplayed += 1
+            os.replace(path, path + ".flaky")
+        self.known.add(sig)
+        self._target = None
+
+    def run(self) -> Stats:
+        run = 0
+        try:
+            while time.time() < self._deadline:
+                run += 1
+                try:
+                    self._one_run(self.cfg.seed * 1000 + run)
+                except (FoundBug, Exception) as e:  # Hypothesis may wrap it (FlakyFailure, ExceptionGroup)
+                    if self._target is None:
+                        raise
+                    if not isinstance(e, FoundBug):
+                        self.progress(self.stats, f"note: {type(e).__name__}")
+                    self._finish_target()
+                except BudgetSpent:
+                    if self._target:
+                        self._finish_target()
+                    break
+        finally:
+            self._events.close()
+            self.write_summary()
+        return self.stats
+
+    def write_summary(self) -> dict:
+        from hybridfuzz.store import write_atomic
+        from hybridfuzz.vllm_facts import vllm_version
+
+        s = self.stats
+        summary = {
+            "started": datetime.datetime.fromtimestamp(s.started).isoformat(timespec="seconds"),
+            "budget_s": self.cfg.budget_s, "elapsed_s": round(time.time() - s.started, 1), "cases": s.cases,
+            "findings": len(s.findings), "time_to_first_finding_s": None if s.first_finding_s is None else round(s.first_finding_s, 1),
+            "shrink_s": round(s.shrink_s, 1), "engine": self.platform.device, "vllm": vllm_version(), "seed": self.cfg.seed,
+            "not_replayed": s.unreplayed, "finding_list": s.findings,
+            "fault_injected": os.environ.get("HYBRIDFUZZ_FAULT", ""),
+        }
+        write_atomic(os.path.join(self.cfg.out_dir, "summary.json"), json.dumps(summary, indent=2))
+        return summary

@@ -1,0 +1,61 @@
+"""What the platform offers, read from the installed vLLM, so strategies never guess.
+
+KV dtypes come from vLLM's ``CacheDType`` intersected with what the platform's
+attention backends declare (``supported_kv_cache_dtypes``); a dtype no backend
+takes would only produce start-up refusals, which are not findings.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Platform:
+    device: str  # cpu | cuda
+    kv_cache_dtypes: tuple[str, ...]
+    attention_backends: tuple[str, ...] = ()
+    has_graphs: bool = False
+    has_sleep_mode: bool = False
+    model_runners: tuple[str, ...] = ()  # values of VLLM_USE_V2_MODEL_RUNNER to try ("" = default)
+    block_sizes: tuple[int, ...] = (128, 256)
+    extra: dict = field(default_factory=dict)
+
+
+CPU_BACKENDS = ("CPU_ATTN",)
+GPU_BACKENDS = ("TRITON_ATTN", "FLASH_ATTN", "FLASHINFER", "FLEX_ATTENTION")
+
+
+def _backend_dtypes(name: str) -> tuple[str, ...]:
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    path = AttentionBackendEnum[name].value
+    module, cls = path.rsplit(".", 1)
+    backend = getattr(importlib.import_module(module), cls)
+    return tuple(getattr(backend, "supported_kv_cache_dtypes", ("auto",)))
+
+
+@functools.lru_cache(maxsize=None)
+def detect_platform() -> Platform:
+    import hybridfuzz  # noqa: F401
+    from vllm.platforms import current_platform
+
+    from hybridfuzz import vllm_facts
+
+    known = vllm_facts.kv_cache_dtypes()
+    if current_platform.is_cuda_alike():
+        backends, dtypes = [], set()
+        for name in GPU_BACKENDS:
+            try:
+                dtypes |= set(_backend_dtypes(name))
+                backends.append(name)
+            except Exception:
+                continue
+        ordered = tuple(d for d in known if d in dtypes)
+        return Platform("cuda", ordered, tuple(backends), has_graphs=True, has_sleep_mode=True, model_runners=("", "0", "1"))
+    try:
+        cpu = set(_backend_dtypes("CPU_ATTN"))
+    except Exception:
+        cpu = {"auto"}
+    return Platform("cpu", tuple(d for d in known if d in cpu), CPU_BACKENDS)
