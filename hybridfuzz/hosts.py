@@ -1,7 +1,7 @@
 """Pick an engine host by name: where cases run."""
 from __future__ import annotations
 
-HOSTS = ("forkserver", "subprocess")
+HOSTS = ("forkserver", "subprocess", "server")
 
 
 def make_host(name: str = "forkserver", workers: int = 1, timeout: float = 300.0, warm: bool = True):
@@ -13,4 +13,8 @@ def make_host(name: str = "forkserver", workers: int = 1, timeout: float = 300.0
         from hybridfuzz.engines.subprocess_host import SubprocessHost
 
         return SubprocessHost(timeout=timeout)
+    if name == "server":
+        from hybridfuzz.engines.server import ServerHost
+
+        return ServerHost(timeout=timeout)
     raise ValueError(f"unknown host {name!r} (known: {', '.join(HOSTS)})")
