@@ -17,7 +17,15 @@ def parse_duration(text: str) -> float:
 def cmd_fuzz(args) -> int:
     import sys
 
-    from rich.console import Console
+    try:
+        from rich.console import Console
+    except ImportError:  # offline GPU hosts may lack rich: plain lines instead
+        class Console:  # type: ignore[no-redef]
+            def __init__(self, stderr=True):
+                pass
+
+            def print(self, text, highlight=False):
+                print(text, file=sys.stderr, flush=True)
 
     from hybridfuzz.fuzzloop import FuzzConfig, FuzzLoop
     from hybridfuzz.hosts import make_host

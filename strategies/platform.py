@@ -52,7 +52,9 @@ def detect_platform() -> Platform:
                 backends.append(name)
             except Exception:
                 continue
-        ordered = tuple(d for d in known if d in dtypes)
+        # Older vLLMs keep backends elsewhere; then offer every dtype vLLM knows
+        # (a refusal at start-up is "unsupported", not a finding).
+        ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
         return Platform("cuda", ordered, tuple(backends), has_graphs=True, has_sleep_mode=True, model_runners=("", "0", "1"))
     try:
         cpu = set(_backend_dtypes("CPU_ATTN"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import time
 import traceback
 from typing import Any
@@ -19,6 +20,9 @@ from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
 DEFAULT_KV_CACHE_BYTES = 64 * 1024 * 1024
 # Start-up refusals that mean "this platform/config is not supported": not findings.
 REJECTION_TYPES = ("ValueError", "NotImplementedError", "ValidationError", "ImportError", "ModuleNotFoundError")
+# A step the engine refuses in so many words ("'wait' pause mode is not supported in
+# inproc-engine mode") is a refusal too, not a finding.
+REFUSAL = re.compile(r"not (supported|enabled|available|allowed)|unsupported", re.IGNORECASE)
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
@@ -170,7 +174,8 @@ def run_case(case: Case) -> Trace:
         result.seconds = time.perf_counter() - ts
         trace.steps.append(result)
         if result.error:
-            trace.outcome = "error"
+            refused = result.error.type in REJECTION_TYPES and REFUSAL.search(result.error.message)
+            trace.outcome = "rejected" if refused else "error"
             trace.error = result.error
             break
     trace.timings["steps_s"] = sum(s.seconds for s in trace.steps)

@@ -1,0 +1,25 @@
+"""Hypothesis profiles for the fuzz targets and one shared engine host.
+
+HYPOTHESIS_PROFILE=ci (default): a handful of engine cases, minutes in CI.
+HYPOTHESIS_PROFILE=nightly: hundreds of cases, for long runs on a box of your own.
+"""
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import hybridfuzz  # noqa: F401  (torchvision guard before vLLM)
+
+settings.register_profile("ci", max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
+settings.register_profile("nightly", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
+settings.register_profile("dev", max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def engine_host():
+    """The fast path (fork server, two engines at once), shared by every engine fuzz target."""
+    from hybridfuzz.hosts import make_host
+
+    with make_host("forkserver", workers=2, timeout=300) as host:
+        yield host

