@@ -23,13 +23,15 @@ def _cache_module():
 @functools.lru_cache(maxsize=None)
 def kv_cache_dtypes() -> tuple[str, ...]:
     mod = _cache_module()
-    return tuple(typing.get_args(mod.CacheDType)) if mod else ()
+    dtypes = getattr(mod, "CacheDType", None) if mod else None
+    return tuple(typing.get_args(dtypes)) if dtypes is not None else ()
 
 
 @functools.lru_cache(maxsize=None)
 def mamba_cache_modes() -> tuple[str, ...]:
     mod = _cache_module()
-    return tuple(typing.get_args(mod.MambaCacheMode)) if mod else ("align", "none")
+    modes = getattr(mod, "MambaCacheMode", None) if mod else None
+    return tuple(typing.get_args(modes)) if modes is not None else ("align", "none")
 
 
 @functools.lru_cache(maxsize=None)
@@ -45,3 +47,13 @@ def vllm_version() -> str:
     except Exception:
         pass
     return "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def engine_arg_names() -> frozenset[str]:
+    """Names vllm.LLM passes on to EngineArgs in this version (older ones lack newer knobs)."""
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    return frozenset(f.name for f in dataclasses.fields(EngineArgs))

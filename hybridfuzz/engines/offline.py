@@ -48,6 +48,9 @@ def engine_kwargs(engine: EngineConfig, model_dir: str, device: str) -> dict[str
         kv_cache_memory_bytes=DEFAULT_KV_CACHE_BYTES,
     )
     if device == "cuda":
+        # Only the start-up free-memory check reads this once the KV size is explicit:
+        # a small fraction lets many tiny engines share one GPU.
+        kw["gpu_memory_utilization"] = 0.04
         # FlashInfer's GDN prefill needs CUTLASS DSL kernels that offline bundles lack (shared/gpu/README.md).
         kw["additional_config"] = {"gdn_prefill_backend": "triton"}
     for name in ("attention_backend", "enable_prefix_caching", "block_size", "mamba_cache_mode"):
@@ -154,6 +157,13 @@ def run_case(case: Case) -> Trace:
         for k, v in case.engine.env.items():
             os.environ[k] = v
         kwargs = engine_kwargs(case.engine, model_dir, device_kind())
+        from hybridfuzz.vllm_facts import engine_arg_names
+
+        # Our own defaults that this vLLM does not know are dropped; the case's own knobs never are.
+        own = {"kv_cache_memory_bytes", "additional_config"} - set(case.engine.extra)
+        dropped = sorted(k for k in own if k in kwargs and k not in engine_arg_names())
+        for k in dropped:
+            del kwargs[k]
         llm = LLM(**kwargs)
     except Exception as e:
         info = error_info(e)
@@ -163,6 +173,8 @@ def run_case(case: Case) -> Trace:
         return trace
     trace.timings["startup_s"] = time.perf_counter() - t0
     trace.engine_settings = _engine_settings(llm)
+    if dropped:
+        trace.engine_settings["dropped_defaults"] = dropped
     for i, step in enumerate(case.steps):
         ts = time.perf_counter()
         result = StepResult(index=i, kind=type(step).__name__)
