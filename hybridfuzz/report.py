@@ -185,7 +185,7 @@ def plot_time_to_find(events: list[dict], tmax: float, width: int = 760) -> str:
         return '<p class="empty">No findings in this campaign.</p>'
     ml, mr, mt, row = 300, 90, 10, 26
     w = width - ml - mr
-    height = mt + row * len(rows) + 42
+    height = mt + row * len(rows) + 48
     tmax = max(tmax, max(t for _, t, _ in rows), 1.0)
     out = [f'<svg class="plot" role="img" aria-label="time to first finding per signature" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
     for t in _time_ticks(tmax):
