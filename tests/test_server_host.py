@@ -5,6 +5,7 @@ assertions share as few cases as possible. The quick tests at the top need no en
 """
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -148,3 +149,14 @@ def test_refused_config_is_rejected():
     assert trace.outcome == "rejected", (trace.error, trace.log_tail[-2000:])
     assert trace.error.type == "ValidationError" and "Sleep mode" in trace.error.message
     assert trace.steps == []
+
+
+@pytest.mark.engine
+def test_startup_timeout_kills_the_server():
+    t0 = time.perf_counter()
+    host = ServerHost(timeout=4)
+    trace = host.run(Case(model=ModelSpec(), steps=[ResetPrefixCache()]))
+    assert trace.outcome == "timeout" and trace.error.type == "Timeout"
+    assert time.perf_counter() - t0 < 60
+    with pytest.raises(ProcessLookupError):  # the whole process group is gone
+        os.killpg(host.last_pid, 0)

@@ -260,6 +260,7 @@ class ServerHost:
         self.before_step = before_step
         self._device: str | None = None
         self._env_info: dict[str, str] | None = None
+        self.last_pid: int | None = None  # process group of the latest server (all killed when run returns)
 
     # -- cached facts about this machine
     def _device_kind(self) -> str:
@@ -303,6 +304,7 @@ class ServerHost:
             for attempt in range(2):  # a port taken between probing and binding: try once more
                 port = _free_port()
                 server = Server(server_args(case, model_dir, port, self._device_kind()), env, log_path, port)
+                self.last_pid = server.proc.pid
                 state = self._wait_ready(server, deadline)
                 if state == "exited" and attempt == 0 and "address already in use" in tail(log_path, 20000).lower():
                     server.kill()
