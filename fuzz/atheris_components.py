@@ -32,7 +32,7 @@ from hybridfuzz.components.search import PropertyFailed, property_test, search, 
 
 def make_target(prop: str, keep_known: bool):
     def skip_known(v, body):
-        if not keep_known and v.symptom == "overwrites-live-gdn-state":
+        if not keep_known and v.where == "TritonAttentionImpl._ensure_scale_caches":
             v.status = "pass"  # known 0.32.0 bug: explore past it
 
     test = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck))(property_test(prop, skip_known))
