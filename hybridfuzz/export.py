@@ -25,6 +25,7 @@ from typing import Any
 
 from hybridfuzz import model as model_mod
 from hybridfuzz.case import Case, Generate, ResetPrefixCache, Sleep, WakeUp, dump_case
+from hybridfuzz.engines import offline as offline_mod
 from hybridfuzz.engines.offline import DEFAULT_KV_CACHE_BYTES, REJECTION_TYPES
 from hybridfuzz.oracles import compare as compare_mod
 
@@ -151,6 +152,7 @@ import math
 import multiprocessing
 import os
 import queue
+import re
 import sys
 import tempfile
 import time
@@ -171,6 +173,8 @@ REFERENCE_ENGINE = {reference_engine}
 STEPS = {steps}
 CHECKS = {checks_list}
 REJECTION_TYPES = {rejection_types}
+# a step refused in so many words is "cannot tell", not a reproduction (hybridfuzz/engines/offline.py)
+STEP_REFUSAL = {step_refusal}
 TIMEOUT_S = 600.0
 
 # ---------------------------------------------------------------- the tiny model (copied from hybridfuzz/model.py)
@@ -255,7 +259,8 @@ def run_engine(engine: dict, model_dir: str) -> dict:
         try:
             outputs = _run_step(llm, step)
         except Exception as e:
-            result.update(outcome="error", error=_describe(e), where=f"step {{i}} ({{kind}})")
+            refused = STEP_REFUSAL and type(e).__name__ in REJECTION_TYPES and re.search(STEP_REFUSAL, str(e), re.IGNORECASE)
+            result.update(outcome="rejected" if refused else "error", error=_describe(e), where=f"step {{i}} ({{kind}})")
             break
         result["steps"].append({{"index": i, "kind": kind, "outputs": outputs}})
     return result
@@ -441,6 +446,7 @@ def standalone_script(case: Case, title: str = "", case_name: str = "a hybridfuz
         env=_pyrepr({**SCRIPT_ENV, **case.engine.env}), spec=_pyrepr(spec), engine=_pyrepr(_engine_kwargs(case.engine)),
         reference_engine=_pyrepr(ref_engine), steps=_pyrepr(_step_dicts(case)), checks_list=_pyrepr(list(case.oracle.checks)),
         rejection_types=_pyrepr(list(REJECTION_TYPES)),
+        step_refusal=repr(getattr(getattr(offline_mod, "REFUSAL", None), "pattern", None)),
         model_source=model_source,
         compare_source=compare_source, exact=_tol(compare_mod.EXACT), quantized=_tol(compare_mod.QUANTIZED),
     )

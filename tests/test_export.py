@@ -97,7 +97,7 @@ def test_script_is_standalone_python(tmp_path, text):
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert "hybridfuzz" not in imported
-    assert imported <= {"__future__", "hashlib", "json", "math", "multiprocessing", "os", "queue", "sys", "tempfile", "time",
+    assert imported <= {"__future__", "hashlib", "json", "math", "multiprocessing", "os", "queue", "re", "sys", "tempfile", "time",
                         "dataclasses", "types", "torch", "safetensors", "vllm", "traceback", "inspect"}
     assert 'if __name__ == "__main__":' in src
     assert 'sys.modules.setdefault(_name, None)' in src  # its own torchvision guard
