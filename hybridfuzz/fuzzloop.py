@@ -14,6 +14,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -53,6 +54,11 @@ class FuzzConfig:
     database: object | None = None  # a Hypothesis ExampleDatabase; default: OUT/hypothesis-db
     max_layers: int = 8
     max_steps: int = 6
+    # Campaign hooks (hybridfuzz/campaign.py): claim(sig) says whether this worker may write and
+    # shrink a new signature (False: another worker has it); known_fn() gives the signatures known
+    # now, read at start and again at each run's start instead of every case under findings_dir.
+    claim: Callable[[str], bool] | None = None
+    known_fn: Callable[[], set[str]] | None = None
 
 
 class FuzzLoop:
@@ -63,7 +69,7 @@ class FuzzLoop:
         self.stats = Stats()
         self.progress = progress or (lambda stats, phase: None)
         os.makedirs(config.out_dir, exist_ok=True)
-        self.known = known_signatures(config.findings_dir, *config.known_dirs)
+        self.known = config.known_fn() if config.known_fn else known_signatures(config.findings_dir, *config.known_dirs)
         self.pending: list[Case] = []
         self._events = open(os.path.join(config.out_dir, "events.jsonl"), "a")
         self._deadline = self.stats.started + config.budget_s
@@ -105,6 +111,8 @@ class FuzzLoop:
         v = result.verdict
         if v.status != "divergence" or v.signature in self.known:
             return False
+        if self.cfg.claim is not None and not self.cfg.claim(v.signature):
+            return False  # another worker has it (asked again next time: its claim may go stale)
         if self._target is None:
             self._target, self._best, self._shrink_started = v.signature, case_size(case), time.time()
             if self.stats.first_finding_s is None:
@@ -127,11 +135,14 @@ class FuzzLoop:
         from hybridfuzz.strategies import cases
 
         strategy = cases(self.platform, self.cfg.max_layers, self.cfg.max_steps)
+        if self.cfg.known_fn:
+            self.known |= self.cfg.known_fn()
 
-        @hseed(run_seed)
+        # @settings outermost: @seed alone sets database=None, and the database is what a killed run resumes from
         @settings(database=self.database, deadline=None, max_examples=100_000, derandomize=False,
                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False,
                   phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
+        @hseed(run_seed)
         @given(strategy)
         def test(case):
             self.body(case)

@@ -1,0 +1,227 @@
+"""Campaigns: claims (files and a real Redis), statistics that survive kill -9, and
+a real two-worker CPU campaign sharing Redis that finds the injected wake-up
+crash, reports it once, and loses nothing when a worker is killed mid-shrink."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import hybridfuzz  # noqa: F401  (torchvision guard before vLLM)
+from hybridfuzz import campaign as C
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A real redis-server of our own on a random loopback port (skipped without the binary or the client)."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install -y redis-server)")
+    pytest.importorskip("redis", reason="the redis client is not installed (pip install -e .[redis])")
+    d = tmp_path_factory.mktemp("redis")
+    for _ in range(3):
+        port = _free_port()
+        proc = subprocess.Popen([REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+                                 "--dir", str(d)], stdout=open(d / "redis.log", "a"), stderr=subprocess.STDOUT)
+        url = f"redis://127.0.0.1:{port}/0"
+        for _ in range(100):
+            if proc.poll() is not None:
+                break
+            try:
+                C.redis_client(url)
+                break
+            except Exception:
+                time.sleep(0.05)
+        else:
+            proc.kill()
+            continue
+        if proc.poll() is None:
+            break
+    else:
+        pytest.fail(f"redis-server did not start; see {d / 'redis.log'}")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def _finding(findings_dir, sig: str, done: bool) -> None:
+    from hybridfuzz.case import Case, Generate, Observation, dump_case
+    from hybridfuzz.findings import write_finding
+    from hybridfuzz.model import ModelSpec
+
+    note = "found by test" + ("; " + C.DONE_MARK if done else "")
+    case = Case(model=ModelSpec(layers=("linear_attention", "full_attention")), steps=[Generate(prompts=[[5, 6, 7]], max_tokens=2)],
+                note=note, observed=[Observation(vllm="0", verdict="divergence", device="cpu", signature=sig)])
+    write_finding(str(findings_dir), case)
+
+
+def _claims(kind, tmp_path, worker, redis_url=None, stale=120.0):
+    if kind == "redis":
+        return C.RedisClaims(C.redis_client(redis_url), worker, str(tmp_path / "findings"), stale)
+    return C.FileClaims(str(tmp_path), worker, str(tmp_path / "findings"), stale)
+
+
+@pytest.fixture(params=["file", "redis"])
+def claims_pair(request, tmp_path):
+    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
+    if url:
+        C.redis_client(url).flushdb()
+    (tmp_path / "findings").mkdir()
+    return lambda worker, stale=120.0: _claims(request.param, tmp_path, worker, url, stale), tmp_path
+
+
+def test_claim_is_exclusive_reentrant_and_done_is_final(claims_pair):
+    make, tmp = claims_pair
+    a, b = make("host/a"), make("host/b")
+    a.heartbeat(), b.heartbeat()
+    assert a.claim("crash:X") is True
+    assert b.claim("crash:X") is False          # a is alive and beating
+    assert a.claim("crash:X") is True           # its own claim
+    assert make("host/a").claim("crash:X")      # the same worker restarted takes its claim back
+    _finding(tmp / "findings", "crash:X", done=False)
+    assert b.claim("crash:X") is False          # an open finding is still a's
+    _finding(tmp / "findings", "crash:X", done=True)
+    a.sweep()
+    assert b.claim("crash:X") is False and "crash:X" in b.done
+    assert C.done_signatures(str(tmp / "findings")) == {"crash:X"}
+
+
+def test_stale_claim_is_taken_over(claims_pair):
+    make, tmp = claims_pair
+    # (1) the holder's pid is dead on this host
+    dead = make("host/dead")
+    dead.pid = _dead_pid()
+    dead.heartbeat()
+    assert dead.claim("crash:Y")
+    taker = make("host/taker")
+    taker.heartbeat()
+    assert taker.claim("crash:Y") is True and taker.takeovers == ["crash:Y"]
+    assert taker.holder("crash:Y")["worker"] == "host/taker"
+    assert dead.claim("crash:Y") is False or dead.pid == taker.pid  # the old holder lost it
+    # (2) the holder is on another host and its heartbeat is older than stale_after
+    far = make("otherhost/w0", stale=0.5)
+    far_host = "otherhost.example"
+    orig = C.HOST
+    try:
+        C.HOST = far_host
+        far.heartbeat()
+        assert far.claim("crash:Z")
+    finally:
+        C.HOST = orig
+    quick = make("host/quick", stale=0.5)
+    assert quick.claim("crash:Z") is False       # heartbeat fresh: not stale yet
+    time.sleep(0.8)
+    assert quick.claim("crash:Z") is True and "crash:Z" in quick.takeovers
+
+
+def test_statistics_survive_a_cut_line_and_restarts(tmp_path):
+    w = tmp_path / "workers" / "0"
+    w.mkdir(parents=True)
+    lines = [{"t": 1.0, "phase": "generate"}, {"t": 5.0, "phase": "shrink"},   # session 1, killed
+             {"t": 2.0, "phase": "generate"}, {"t": 7.5, "phase": "generate"}]  # session 2
+    (w / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"t": 9.0, "pha')
+    (w / "sessions.jsonl").write_text('{"start": 1}\n{"start": 2}\n')
+    s = C.worker_stats(str(w))
+    assert (s["cases"], s["shrink_cases"], s["busy_s"], s["starts"]) == (4, 1, 12.5, 2)
+    agg = C.aggregate(str(tmp_path), {"spent_s": 60.0})
+    assert agg["cases"] == 4 and agg["cases_per_min"] == 4.0 and agg["restarts"] == 1
+
+
+# ---------------------------------------------------------------- a real campaign
+
+def _events(path):
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+    except OSError:
+        return []
+
+
+@pytest.fixture(scope="module")
+def fault_campaign(tmp_path_factory, redis_url):
+    """Two CPU workers sharing Redis, HYBRIDFUZZ_FAULT=wake-zero; the first worker seen shrinking is
+    killed with kill -9 and restarted by the campaign. Returns (dir, summary, log, killed)."""
+    d = tmp_path_factory.mktemp("campaign")
+    C.redis_client(redis_url).flushdb()
+    budget = int(os.environ.get("HYBRIDFUZZ_CAMPAIGN_TEST_BUDGET", "270"))
+    env = dict(os.environ, HYBRIDFUZZ_FAULT="wake-zero")
+    log = open(d / "campaign.log", "w")
+    t0 = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.cli", "campaign", "--dir", str(d), "--budget", f"{budget}s",
+                             "--workers", "2", "--engines", "1", "--redis", redis_url, "--status-every", "15", "--timeout", "120"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    killed = None
+    try:
+        while proc.poll() is None and time.time() - t0 < budget + 400:
+            time.sleep(0.5)
+            if killed is None:
+                for i in ("0", "1"):
+                    wdir = d / "workers" / i
+                    if any(e.get("phase") == "shrink" for e in _events(wdir / "events.jsonl")):
+                        state = json.loads((wdir / "state.json").read_text()) if (wdir / "state.json").exists() else {}
+                        pid = state.get("pid")
+                        if pid and C.pid_alive(pid):
+                            os.kill(pid, signal.SIGKILL)
+                            killed = {"worker": i, "pid": pid, "at_s": round(time.time() - t0, 1),
+                                      "findings_then": sorted(os.listdir(d / "findings"))}
+                            break
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    summary = json.loads((d / "summary.json").read_text())
+    print(json.dumps({k: summary[k] for k in ("spent_s", "cases", "cases_per_min", "findings", "findings_open",
+                                                "time_to_first_finding_s", "time_to_first_report_s", "restarts")}), killed)
+    return d, summary, (d / "campaign.log").read_text(), killed
+
+
+@pytest.mark.engine
+def test_two_workers_sharing_redis_report_the_fault_once(fault_campaign):
+    d, summary, log, _ = fault_campaign
+    wake = [f for f in summary["finding_list"] if "wake" in (f["signature"] or "").lower() or "zero_" in f["summary"]]
+    assert wake, f"the wake-up crash was not found:\n{log[-3000:]}"
+    sigs = [f["signature"] for f in summary["finding_list"]]
+    assert len(sigs) == len(set(sigs)) and len(os.listdir(d / "findings")) == len(set(sigs))
+    assert len(wake) == 1, sigs
+    assert summary["per_worker"]["0"]["cases"] > 0 and summary["per_worker"]["1"]["cases"] > 0, "both workers ran cases"
+
+
+@pytest.mark.engine
+def test_kill9_mid_shrink_loses_no_finding(fault_campaign):
+    from hybridfuzz.case import load_case_file
+
+    d, summary, log, killed = fault_campaign
+    assert killed is not None, f"no worker was seen shrinking:\n{log[-3000:]}"
+    assert killed["findings_then"], "a finding file exists as soon as shrinking starts"
+    w = summary["per_worker"][killed["worker"]]
+    assert w["starts"] >= 2, f"the killed worker was restarted: {w}"
+    files = sorted(os.listdir(d / "findings"))
+    for name in killed["findings_then"]:
+        assert name in files or name + ".flaky" in files, (name, files)
+    for name in files:
+        case = load_case_file(str(d / "findings" / name))  # complete, parseable
+        assert case.observed and case.observed[-1].signature
+    assert summary["findings"] >= 1, f"the finding was replayed and reported after the restart: {summary['finding_list']}"
