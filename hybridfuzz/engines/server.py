@@ -232,7 +232,6 @@ def _log_settings(log_text: str) -> dict[str, Any]:
         "kv_cache_tokens": r"KV cache size: ([\d,]+) tokens",
         "mamba_page_padding_pct": r"Padding mamba page size by ([\d.]+)%",
         "mamba_cache_mode": r"Mamba cache mode is set to '(\w+)'",
-        "executor": r"\[(multiproc_executor|uniproc_executor)\.py",
     }
     for key, pat in patterns.items():
         hits = re.findall(pat, log_text)
