@@ -306,6 +306,39 @@ def make_database(campaign_dir: str, redis_url: str | None):
     return MultiplexedDatabase(local, RedisExampleDatabase(redis_client(redis_url), key_prefix=b"hybridfuzz-example:"))
 
 
+class KeepOthersDatabase:
+    """Wraps the shared database for one worker. Hypothesis deletes a replayed example that no
+    longer fails; for this worker an example of a signature another worker is still shrinking does
+    not fail (it is not its to shrink), but it is that worker's progress: keep it."""
+
+    def __new__(cls, inner):
+        from hypothesis.database import ExampleDatabase
+
+        class _Keep(ExampleDatabase):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+                self.keep = False  # set by the claim hook for the example being run, cleared before the next
+
+            def __repr__(self) -> str:
+                return f"KeepOthersDatabase({self.inner!r})"
+
+            def fetch(self, key):
+                yield from self.inner.fetch(key)
+
+            def save(self, key, value):
+                self.inner.save(key, value)
+
+            def delete(self, key, value):
+                if not self.keep:
+                    self.inner.delete(key, value)
+
+            def move(self, src, dest, value):
+                self.inner.move(src, dest, value)
+
+        return _Keep(inner)
+
+
 def make_claims(campaign_dir: str, worker: str, redis_url: str | None, stale_after_s: float = STALE_AFTER_S) -> Claims:
     findings = os.path.join(campaign_dir, "findings")
     if redis_url:
@@ -336,7 +369,12 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int = 0, redis
     os.makedirs(findings, exist_ok=True)
     name = worker_name(campaign_dir, index)
     claims = make_claims(campaign_dir, name, redis_url, stale_after_s)
-    database = make_database(campaign_dir, redis_url)
+    database = KeepOthersDatabase(make_database(campaign_dir, redis_url))
+
+    def claim(sig: str) -> bool:
+        ok = claims.claim(sig)
+        database.keep = not ok and sig not in claims.done
+        return ok
     session_start = time.time()
     with open(os.path.join(out, "sessions.jsonl"), "a") as f:
         f.write(json.dumps({"start": session_start, "pid": os.getpid(), "host": HOST, "worker": name}) + "\n")
@@ -371,6 +409,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int = 0, redis
             loop_box[0]._deadline = 0.0  # FuzzLoop.body raises BudgetSpent at the next case
 
     def progress(stats, phase) -> None:
+        database.keep = False  # called for each example before the claim hook
         state["phase"] = phase
         state["cases"] = stats.cases
         state["findings"] = len(stats.findings)
@@ -388,7 +427,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int = 0, redis
         with make_host("forkserver", workers=engines, timeout=timeout_s) as host:
             cfg = FuzzConfig(budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,
                              timeout_s=timeout_s, known_dirs=tuple(known_dirs), database=database,
-                             max_layers=max_layers, max_steps=max_steps, claim=claims.claim,
+                             max_layers=max_layers, max_steps=max_steps, claim=claim,
                              known_fn=lambda: done_signatures(findings, *known_dirs))
             loop = FuzzLoop(cfg, host, platform, progress)
             loop_box.append(loop)
@@ -579,7 +618,8 @@ class Campaign:
         for i, w in summary["per_worker"].items():
             p = self.procs.get(int(i)) if i.isdigit() else None
             alive = p is not None and p.poll() is None
-            parts.append(f"w{i}:{(w['state'].get('phase') or '-') if alive else 'down'}/{w['cases']}")
+            phase = (w["state"].get("phase") or "-") if w["state"].get("pid") == p.pid else "starting"  # type: ignore[union-attr]
+            parts.append(f"w{i}:{phase if alive else 'down'}/{w['cases']}")
         return (f"[{summary['spent_s']:7.0f}s] cases {summary['cases']} ({rate:.1f}/min now, {summary['cases_per_min'] or 0}/min overall) "
                 f"findings {summary['findings']} done, {summary['findings_open']} open  " + " ".join(parts))
 

@@ -225,3 +225,17 @@ def test_kill9_mid_shrink_loses_no_finding(fault_campaign):
         case = load_case_file(str(d / "findings" / name))  # complete, parseable
         assert case.observed and case.observed[-1].signature
     assert summary["findings"] >= 1, f"the finding was replayed and reported after the restart: {summary['finding_list']}"
+
+
+def test_a_worker_keeps_examples_another_worker_is_shrinking():
+    from hypothesis.database import InMemoryExampleDatabase
+
+    inner = InMemoryExampleDatabase()
+    db = C.KeepOthersDatabase(inner)
+    db.save(b"k", b"x")
+    db.keep = True   # the claim hook declined: another worker's open signature
+    db.delete(b"k", b"x")
+    assert list(inner.fetch(b"k")) == [b"x"]
+    db.keep = False  # known/done or this worker's own: Hypothesis may clean up
+    db.delete(b"k", b"x")
+    assert list(inner.fetch(b"k")) == []
