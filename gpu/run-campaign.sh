@@ -28,4 +28,4 @@ ln -s "$here/oracles" "$farm/hybridfuzz/oracles"
 export PYTHONPATH="$farm:$site${PYTHONPATH:+:$PYTHONPATH}"
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
 python3 -c 'import hybridfuzz, vllm, torch; print("hybridfuzz on vllm", vllm.__version__, "torch", torch.__version__, torch.cuda.get_device_name(0))'
-python3 -m hybridfuzz.cli fuzz --engine gpu --budget "$budget" --out "$out" "$@" 2>&1 | tee "$out/fuzz.log"
+cd /tmp && python3 -m hybridfuzz.cli fuzz --engine gpu --budget "$budget" --out "$out" "$@" 2>&1 | tee "$out/fuzz.log"

@@ -19,8 +19,20 @@ BLOCKED = ("torchvision", "torchaudio", "torchcodec")
 SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_site")
 
 
-def block_here() -> None:
+def _needed() -> bool:
+    """Only a CPU build of torch has this problem; CUDA hosts keep a working torchvision."""
     if os.environ.get("HYBRIDFUZZ_ALLOW_VISION") == "1":
+        return False
+    try:
+        from importlib.metadata import version
+
+        return "+cpu" in version("torch")
+    except Exception:
+        return False
+
+
+def block_here() -> None:
+    if not _needed():
         return
     for name in BLOCKED:
         if name not in sys.modules:
@@ -28,9 +40,9 @@ def block_here() -> None:
 
 
 def install() -> None:
-    block_here()
-    if os.environ.get("HYBRIDFUZZ_ALLOW_VISION") == "1":
+    if not _needed():
         return
+    block_here()
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if SITE_DIR not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([SITE_DIR, *parts])

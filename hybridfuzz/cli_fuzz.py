@@ -14,6 +14,22 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
+def narrow_platform(platform, args):
+    """Operators hunting one kind of bug narrow the space: fewer dtypes, no graph capture."""
+    import dataclasses
+
+    changes = {}
+    if getattr(args, "kv_dtypes", None):
+        wanted = tuple(d.strip() for d in args.kv_dtypes.split(",") if d.strip())
+        unknown = [d for d in wanted if d not in platform.kv_cache_dtypes]
+        if unknown:
+            raise ValueError(f"--kv-dtypes: {', '.join(unknown)} not offered here (offered: {', '.join(platform.kv_cache_dtypes)})")
+        changes["kv_cache_dtypes"] = wanted
+    if getattr(args, "eager_only", False):
+        changes["has_graphs"] = False
+    return dataclasses.replace(platform, **changes) if changes else platform
+
+
 def cmd_fuzz(args) -> int:
     import sys
 
@@ -33,13 +49,14 @@ def cmd_fuzz(args) -> int:
 
     try:
         budget = parse_duration(args.budget)
+        narrow_platform(detect_platform(), args)
     except ValueError as e:
         print(f"hybridfuzz: {e}", file=sys.stderr)
         return 2
     out = args.out or os.path.join("runs", datetime.datetime.now().strftime("fuzz-%Y%m%d-%H%M%S"))
     findings = args.findings or os.path.join(out, "findings")
     console = Console(stderr=True)
-    platform = detect_platform()
+    platform = narrow_platform(detect_platform(), args)
     if args.engine == "gpu" and platform.device != "cuda":
         print("hybridfuzz: --engine gpu: this machine's vLLM has no CUDA device", file=sys.stderr)
         return 3
@@ -79,6 +96,8 @@ def register(sub) -> None:
     f.add_argument("--host", default="forkserver", choices=["forkserver", "subprocess", "server"])
     f.add_argument("--workers", type=int, default=0, help="engines at once (default: 2 on CPU, 8 on GPU)")
     f.add_argument("--timeout", type=float, default=300.0, help="seconds per engine run before it counts as a hang")
+    f.add_argument("--kv-dtypes", help="only these KV dtypes (comma-separated; 'auto' stays the reference), e.g. fp8,fp8_e5m2")
+    f.add_argument("--eager-only", action="store_true", help="never capture CUDA graphs (much faster cases on GPU)")
     f.add_argument("--max-layers", type=int, default=8)
     f.add_argument("--max-steps", type=int, default=6)
     f.set_defaults(func=cmd_fuzz)

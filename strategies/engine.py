@@ -13,7 +13,7 @@ def _none_first(values) -> st.SearchStrategy:
 
 @st.composite
 def engine_configs(draw, platform: Platform) -> EngineConfig:
-    dtypes = ["auto", *[d for d in platform.kv_cache_dtypes if d != "auto"]]
+    dtypes = list(platform.kv_cache_dtypes) if "auto" not in platform.kv_cache_dtypes else ["auto", *[d for d in platform.kv_cache_dtypes if d != "auto"]]
     kv = draw(st.sampled_from(dtypes))
     env = {}
     if platform.model_runners:

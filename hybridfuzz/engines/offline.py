@@ -164,7 +164,15 @@ def run_case(case: Case) -> Trace:
         dropped = sorted(k for k in own if k in kwargs and k not in engine_arg_names())
         for k in dropped:
             del kwargs[k]
-        llm = LLM(**kwargs)
+        try:
+            llm = LLM(**kwargs)
+        except Exception as e:
+            # Two engines starting at once can draw the same rendezvous port (seen on the
+            # H200: DistNetworkError EADDRINUSE). That is our harness, not vLLM: try once more.
+            if "EADDRINUSE" not in str(e) and type(e).__name__ != "DistNetworkError":
+                raise
+            trace.engine_settings["startup_retried"] = f"{type(e).__name__}: address in use"
+            llm = LLM(**kwargs)
     except Exception as e:
         info = error_info(e)
         trace.outcome = "rejected" if info.type in REJECTION_TYPES else "error"
@@ -172,7 +180,7 @@ def run_case(case: Case) -> Trace:
         trace.timings["startup_s"] = time.perf_counter() - t0
         return trace
     trace.timings["startup_s"] = time.perf_counter() - t0
-    trace.engine_settings = _engine_settings(llm)
+    trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm)}
     if dropped:
         trace.engine_settings["dropped_defaults"] = dropped
     for i, step in enumerate(case.steps):
