@@ -1,0 +1,111 @@
+"""``hybridfuzz bench``: the naive path against the fast path on one fixed set of cases.
+
+Naive: a new interpreter and a default ``vllm.LLM`` (multiprocess engine core) per
+case. Fast: the fork server (vLLM imported and warmed once, a fresh in-process
+engine forked per case). Both judge the same cases; verdicts must agree.
+"""
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+
+from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.executor import evaluate
+from hybridfuzz.model import FULL, LINEAR, ModelSpec
+
+_P = [3 + (i * 7) % 509 for i in range(160)]
+
+
+def bench_cases() -> list[Case]:
+    """Fixed cases covering the step kinds; self-consistency + health (one engine per case)."""
+    checks = OracleSpec(checks=["health", "self_consistency"])
+    return [
+        Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([_P[:40]]), Generate([_P[:40]])], EngineConfig(kv_cache_dtype="fp8"), checks),
+        Case(ModelSpec(layers=(LINEAR, LINEAR, LINEAR, FULL)), [Generate([_P, _P[:20]], max_tokens=8), ResetPrefixCache(), Generate([_P])],
+             EngineConfig(enable_prefix_caching=True), checks),
+        Case(ModelSpec(layers=(FULL, LINEAR)), [Generate([_P[:64]]), Sleep(level=1), WakeUp(), Generate([_P[:64]])], EngineConfig(kv_cache_dtype="fp8"), checks),
+        Case(ModelSpec(layers=(LINEAR, FULL, LINEAR), seed=1), [Generate([_P[:10], _P[10:30], _P[30:129]], max_tokens=4)], EngineConfig(max_num_seqs=2), checks),
+    ]
+
+
+class PeakRSS:
+    """Peak resident memory of this process and all its descendants, sampled every 50 ms."""
+
+    def __init__(self):
+        import psutil
+
+        self._proc = psutil.Process()
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import psutil
+
+        while not self._stop.is_set():
+            total = 0
+            try:
+                for p in [self._proc, *self._proc.children(recursive=True)]:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+            except psutil.Error:
+                pass
+            self.peak = max(self.peak, total)
+            self._stop.wait(0.05)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass
+class PathResult:
+    name: str
+    latencies: list[float] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    setup_s: float = 0.0
+    peak_rss_mb: float = 0.0
+
+    def summary(self) -> dict:
+        lat = sorted(self.latencies)
+        p90 = lat[min(len(lat) - 1, int(round(0.9 * (len(lat) - 1))))] if lat else 0.0
+        return {"path": self.name, "cases": len(lat), "median_s": round(statistics.median(lat), 2) if lat else None,
+                "p90_s": round(p90, 2), "cases_per_min": round(60 * len(lat) / self.wall_s, 1) if self.wall_s else None,
+                "setup_s": round(self.setup_s, 1), "wall_s": round(self.wall_s, 1), "peak_rss_mb": round(self.peak_rss_mb),
+                "verdicts": self.verdicts}
+
+
+def run_path(name: str, host, cases: list[Case], repeat: int, parallel: bool = False) -> PathResult:
+    res = PathResult(name)
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        if hasattr(host, "start"):
+            host.start()
+        res.setup_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        batch = [c for _ in range(repeat) for c in cases]
+        if parallel:
+            traces = host.run_many(batch)
+            from hybridfuzz.executor import judge
+
+            for c, tr in zip(batch, traces):
+                res.latencies.append(tr.timings.get("wall_s", 0.0))
+                res.verdicts.append(judge(c, tr, None).status)
+        else:
+            for c in batch:
+                ts = time.perf_counter()
+                v = evaluate(c, host).verdict
+                res.latencies.append(time.perf_counter() - ts)
+                res.verdicts.append(v.status)
+        res.wall_s = time.perf_counter() - t1
+    res.peak_rss_mb = mem.peak / 2**20
+    return res

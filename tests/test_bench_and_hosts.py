@@ -1,0 +1,41 @@
+"""The hosts and the benchmark's fixed cases, on the real CPU engine."""
+import pytest
+
+from hybridfuzz.bench import bench_cases, run_path
+from hybridfuzz.case import Case, EngineConfig, Generate, dump_case, load_case
+from hybridfuzz.engines.forkserver import ForkServer
+from hybridfuzz.engines.subprocess_host import SubprocessHost
+from hybridfuzz.model import LINEAR, ModelSpec
+
+
+def test_bench_cases_are_valid_cases():
+    for case in bench_cases():
+        assert load_case(dump_case(case)) == case
+
+
+@pytest.mark.engine
+def test_fast_path_runs_bench_cases_with_passing_verdicts():
+    with ForkServer(workers=2, timeout=300) as host:
+        res = run_path("fast", host, bench_cases()[:2], repeat=1, parallel=True)
+    assert res.verdicts == ["pass", "pass"]
+    assert res.peak_rss_mb > 100 and all(t > 0 for t in res.latencies)
+
+
+@pytest.mark.engine
+def test_hang_becomes_timeout_outcome_and_host_survives():
+    long = Case(ModelSpec(layers=(LINEAR,)), [Generate([[5] * 400], max_tokens=100)] * 6)
+    with ForkServer(workers=1, timeout=300, warm=False) as host:
+        trace = host.run(long, timeout=2.0)
+        assert trace.outcome == "timeout" and "no result within" in trace.error.message
+        ok = host.run(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6, 7]], max_tokens=2)]))
+        assert ok.outcome == "ok"
+
+
+@pytest.mark.engine
+def test_naive_and_fast_paths_agree_token_for_token(host):
+    case = Case(ModelSpec(), [Generate([[7, 8, 9, 10, 11]], max_tokens=6)], EngineConfig(kv_cache_dtype="fp8"))
+    fast = host.run(case)
+    naive = SubprocessHost(timeout=600).run(case)
+    assert fast.outcome == naive.outcome == "ok", (fast.error, naive.error)
+    assert fast.steps[0].outputs[0].tokens == naive.steps[0].outputs[0].tokens
+    assert naive.engine_settings["multiprocessing"] is True and fast.engine_settings["multiprocessing"] is False

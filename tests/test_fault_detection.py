@@ -1,0 +1,54 @@
+"""Detection power: with a seed bug re-created in the engine, the oracles and the fuzz loop see it.
+
+The faults come from hybridfuzz/faults.py, loaded by vLLM's own plugin mechanism
+inside the engine process; without HYBRIDFUZZ_FAULT the same cases pass.
+"""
+import json
+import os
+
+import pytest
+
+from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, load_case_file
+from hybridfuzz.executor import evaluate
+from hybridfuzz.hosts import make_host
+from hybridfuzz.model import FULL, LINEAR, ModelSpec
+
+PROMPT = [3 + (i * 5) % 500 for i in range(24)]
+REPEATED = Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([PROMPT]), Generate([PROMPT])], EngineConfig(kv_cache_dtype="fp8"),
+                OracleSpec(checks=["health", "self_consistency", "reference"]))
+
+
+@pytest.fixture
+def faulty_host(monkeypatch):
+    def make(fault):
+        monkeypatch.setenv("HYBRIDFUZZ_FAULT", fault)
+        return make_host("forkserver", workers=2, timeout=300, warm=False)
+    return make
+
+
+@pytest.mark.engine
+def test_clean_engine_passes_and_scale_fill_is_caught(host, faulty_host):
+    assert evaluate(REPEATED, host).verdict.status == "pass"
+    with faulty_host("scale-fill") as h:
+        v = evaluate(REPEATED, h).verdict
+    assert v.status == "divergence" and v.oracle == "self_consistency", v.one_line()
+    assert "first-request-differs" in v.signature
+
+
+@pytest.mark.engine
+def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
+    """A short real campaign: the wake-up fault is found, shrunk to <= 2 layers and <= 3 steps, and replays."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HYBRIDFUZZ_FAULT": "wake-zero"}
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "fuzz", "--budget", "6m", "--seed", "1", "--out", str(out),
+                        "--max-layers", "4", "--max-steps", "4"], env=env, capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 1, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    wake = [f for f in summary["finding_list"] if "zero_" in f["summary"]]
+    assert wake, summary
+    case = load_case_file(wake[0]["path"])
+    assert "replayed on a fresh engine: same signature" in case.note
+    assert len(case.model.layers) <= 2 and len(case.steps) <= 3, case
