@@ -19,14 +19,19 @@ from hybridfuzz.trace import RequestResult
 class Tolerance:
     flip_margin: float = 0.0  # 0: exact (self-consistency); >0: quantisation noise allowed
     drift: float = float("inf")  # max |logprob difference| of shared top-k tokens before the first flip
+    # A flipped token outside the other's top-k is still noise when the two top-k sets
+    # mostly agree (noise reorders a distribution, corruption replaces it). 1.0: never.
+    min_topk_overlap: float = 1.0
 
 
 # Identical requests in one engine: measured bit-identical logprobs on CPU across
 # batch shapes and prefix-cache hit/miss (README "Oracle calibration"); 0.02 nats
 # leaves room for GPU batch variance while the seed-1 fault moves 0.1+ nats.
 EXACT = Tolerance(flip_margin=1e-3, drift=0.02)
-# Calibrated on CPU fp8 vs auto pairs (see README "Oracle calibration").
-QUANTIZED = Tolerance(flip_margin=1.0, drift=2.0)
+# Calibrated with `hybridfuzz calibrate` on 181 clean fp8-vs-auto requests (seeds 0, 1):
+# flip margins up to 2.4 nats, drift up to 3.1, one flip outside the top-5 with 4 of 5
+# shared; thresholds are about 1.5x those maxima. Validated on held-out seed 2 (NOTES.md).
+QUANTIZED = Tolerance(flip_margin=3.5, drift=4.5, min_topk_overlap=0.6)
 
 
 @dataclass
@@ -61,7 +66,11 @@ def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mism
         # First differing token: decide noise vs divergence, then stop (contexts differ after this).
         lpa_b, lpb_a = _lp(ra, tb), _lp(rb, ta)
         if lpa_b is None or lpb_a is None:
-            return Mismatch(pos, f"token {ta} vs {tb}: not in each other's top-{max(len(ra), len(rb)) - 1}", a.tokens, b.tokens)
+            top_a, top_b = {int(t) for t, _ in ra}, {int(t) for t, _ in rb}
+            overlap = len(top_a & top_b) / max(1, min(len(top_a), len(top_b)))
+            if overlap >= tol.min_topk_overlap:
+                return None
+            return Mismatch(pos, f"token {ta} vs {tb}: not in each other's top-{max(len(ra), len(rb)) - 1} (top-k overlap {overlap:.0%})", a.tokens, b.tokens)
         gap_a = _lp(ra, ta) - lpa_b  # type: ignore[operator]
         gap_b = _lp(rb, tb) - lpb_a  # type: ignore[operator]
         if max(gap_a, gap_b) > tol.flip_margin:
