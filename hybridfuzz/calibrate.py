@@ -52,6 +52,7 @@ def calibrate(host, n: int, dtypes: tuple[str, ...], seed: int = 0) -> dict:
     batch = [c for case in cases for c in (case, case.reference_case())]
     traces = host.run_many(batch)
     drifts, margins, flagged, requests, skipped = [], [], 0, 0, 0
+    top1, gaps = [], []  # the reference model's own confidence: top-1 logprob and top-1/top-2 gap
     for i, case in enumerate(cases):
         got, ref = traces[2 * i], traces[2 * i + 1]
         if got.outcome != "ok" or ref.outcome != "ok":
@@ -59,6 +60,10 @@ def calibrate(host, n: int, dtypes: tuple[str, ...], seed: int = 0) -> dict:
             continue
         for a, b in zip(ref.steps[0].outputs, got.steps[0].outputs):
             requests += 1
+            for pos in a.logprobs:
+                top1.append(pos[0][1])
+                if len(pos) > 1:
+                    gaps.append(pos[0][1] - pos[1][1])
             d, m = measure(a, b)
             drifts.append(d)
             if m is not None:
@@ -68,5 +73,7 @@ def calibrate(host, n: int, dtypes: tuple[str, ...], seed: int = 0) -> dict:
     return {"pairs": n, "skipped": skipped, "requests": requests, "flips": len(margins),
             "drift_deciles": q(drifts), "drift_max": round(max(drifts), 3) if drifts else None,
             "flip_margins": sorted(round(m, 3) for m in margins),
+            "reference_top1_logprob_deciles": q(top1), "reference_top1_top2_gap_deciles": q(gaps),
+            "reference_gap_below_0.1_share": round(sum(g < 0.1 for g in gaps) / len(gaps), 3) if gaps else None,
             "rule": {"flip_margin": QUANTIZED.flip_margin, "drift": QUANTIZED.drift},
             "false_alarms": flagged, "false_alarm_rate": round(flagged / requests, 4) if requests else None}

@@ -26,7 +26,7 @@ from typing import Any
 from hybridfuzz import model as model_mod
 from hybridfuzz.case import Case, Generate, ResetPrefixCache, Sleep, WakeUp, dump_case
 from hybridfuzz.engines import offline as offline_mod
-from hybridfuzz.engines.offline import DEFAULT_KV_CACHE_BYTES, REJECTION_TYPES
+from hybridfuzz.engines.offline import REJECTION_TYPES
 from hybridfuzz.oracles import compare as compare_mod
 
 # What hybridfuzz's engine host sets (engines/forkserver.py SERVER_ENV), minus what only it needs.
@@ -64,17 +64,9 @@ def _step_dicts(case: Case) -> list[dict[str, Any]]:
 
 
 def _engine_kwargs(engine) -> dict[str, Any]:
-    """engines/offline.py engine_kwargs without the model path and the device-specific part."""
-    kw: dict[str, Any] = dict(
-        skip_tokenizer_init=True, kv_cache_dtype=engine.kv_cache_dtype, enforce_eager=engine.enforce_eager,
-        max_num_seqs=engine.max_num_seqs, enable_sleep_mode=engine.enable_sleep_mode, seed=engine.seed,
-        max_model_len=engine.max_model_len, gpu_memory_utilization=0.3, kv_cache_memory_bytes=DEFAULT_KV_CACHE_BYTES,
-    )
-    for name in ("attention_backend", "enable_prefix_caching", "block_size", "mamba_cache_mode"):
-        value = getattr(engine, name)
-        if value is not None:
-            kw[name] = value
-    kw.update(engine.extra)
+    """The offline adapter's own vllm.LLM arguments (CPU form), less the model path the script fills in."""
+    kw = offline_mod.engine_kwargs(engine, model_dir="", device="cpu")
+    del kw["model"]
     return kw
 
 

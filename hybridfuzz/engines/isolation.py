@@ -40,3 +40,22 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
         trace.log_tail = tail(log_path)
     trace.timings["wall_s"] = wall
     return trace
+
+
+class SequentialHost:
+    """Hosts that run one case at a time and hold nothing between cases."""
+
+    def run(self, case, timeout: float | None = None) -> Trace:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run_many(self, cases, timeout: float | None = None) -> list[Trace]:
+        return [self.run(c, timeout) for c in cases]
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -41,7 +41,7 @@ import urllib.request
 from typing import Any, Callable
 
 from hybridfuzz.case import Case, Generate, ResetPrefixCache, Sleep, WakeUp
-from hybridfuzz.engines.isolation import tail
+from hybridfuzz.engines.isolation import SequentialHost, tail
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
 
 MODEL_NAME = "hybridfuzz"
@@ -243,7 +243,7 @@ def _log_settings(log_text: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- the host
 
-class ServerHost:
+class ServerHost(SequentialHost):
     """Same interface as SubprocessHost: ``run(case, timeout) -> Trace``, ``run_many``, ``close``.
 
     ``before_step(index, step, server)`` is a test hook called before each step
@@ -344,18 +344,6 @@ class ServerHost:
                     os.rmdir(logdir)
                 except OSError:
                     pass
-
-    def run_many(self, cases: list[Case], timeout: float | None = None) -> list[Trace]:
-        return [self.run(c, timeout) for c in cases]
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     # -- pieces
     @staticmethod

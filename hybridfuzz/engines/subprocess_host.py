@@ -13,11 +13,11 @@ import tempfile
 import time
 
 from hybridfuzz.case import Case, dump_case
-from hybridfuzz.engines.isolation import collect
+from hybridfuzz.engines.isolation import SequentialHost, collect
 from hybridfuzz.trace import Trace
 
 
-class SubprocessHost:
+class SubprocessHost(SequentialHost):
     name = "subprocess"
 
     def __init__(self, timeout: float = 300.0):
@@ -50,15 +50,3 @@ class SubprocessHost:
             status = proc.returncode
             raw = (-status) if status < 0 else (status << 8)  # back to a waitpid status for collect()
             return collect(out_path, log_path, raw, timed_out, timeout, time.perf_counter() - t0)
-
-    def run_many(self, cases: list[Case], timeout: float | None = None) -> list[Trace]:
-        return [self.run(c, timeout) for c in cases]
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
