@@ -54,7 +54,12 @@ def cmd_fuzz(args) -> int:
         print(f"hybridfuzz: {e}", file=sys.stderr)
         return 2
     out = args.out or os.path.join("runs", datetime.datetime.now().strftime("fuzz-%Y%m%d-%H%M%S"))
-    findings = args.findings or os.path.join(out, "findings")
+    # In a checkout (./corpus exists) minimal cases go to corpus/found and every corpus case's
+    # signature counts as known, so a bug already in the corpus is not shrunk again.
+    in_checkout = os.path.isdir("corpus")
+    findings = args.findings or (os.path.join("corpus", "found") if in_checkout else os.path.join(out, "findings"))
+    if args.known is None and in_checkout:
+        args.known = ["corpus"]
     console = Console(stderr=True)
     platform = narrow_platform(detect_platform(), args)
     if args.engine == "gpu" and platform.device != "cuda":
@@ -91,8 +96,8 @@ def register(sub) -> None:
     f.add_argument("--budget", default="20m", help="wall-clock budget, e.g. 90s, 20m, 2h")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--out", help="campaign directory (summary.json, events.jsonl, hypothesis-db); default runs/fuzz-<time>")
-    f.add_argument("--findings", help="where minimal YAML cases go (default OUT/findings)")
-    f.add_argument("--known", action="append", help="directory of cases whose signatures are already known (repeatable)")
+    f.add_argument("--findings", help="where minimal YAML cases go (default corpus/found in a checkout, else OUT/findings)")
+    f.add_argument("--known", action="append", help="directory of cases whose signatures are already known (repeatable; default corpus/ in a checkout)")
     f.add_argument("--host", default="forkserver", choices=["forkserver", "subprocess", "server"])
     f.add_argument("--workers", type=int, default=0, help="engines at once (default: 2 on CPU, 8 on GPU)")
     f.add_argument("--timeout", type=float, default=300.0, help="seconds per engine run before it counts as a hang")
