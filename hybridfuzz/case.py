@@ -390,7 +390,8 @@ def case_to_dict(case: Case) -> dict[str, Any]:
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data):  # a repeated prompt is written out again, never as &id001/*id001
+        return True
 
 
 def _represent_list(dumper: yaml.SafeDumper, data: list):

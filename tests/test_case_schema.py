@@ -60,3 +60,13 @@ def test_generated_cases_round_trip(case):
     text = dump_case(case)
     assert load_case(text) == case
     assert dump_case(load_case(text)) == text
+
+
+def test_repeated_prompts_are_written_out_not_aliased():
+    from hybridfuzz.case import Case, Generate
+    from hybridfuzz.model import ModelSpec
+
+    p = [5, 6, 7]
+    text = dump_case(Case(ModelSpec(), [Generate([p, p]), Generate([p])]))
+    assert "&id" not in text and "*id" not in text
+    assert text.count("[5, 6, 7]") == 3
