@@ -15,10 +15,14 @@ def cmd_bench(args) -> int:
     if not args.skip_naive:
         with SubprocessHost(timeout=args.timeout) as host:
             results.append(run_path("naive (new process + default vllm.LLM per case)", host, cases, args.naive_repeat))
-    with ForkServer(workers=1, timeout=args.timeout) as host:
-        results.append(run_path("fast (fork server, 1 engine at a time)", host, cases, args.repeat))
-    with ForkServer(workers=args.workers, timeout=args.timeout) as host:
-        results.append(run_path(f"fast (fork server, {args.workers} engines at once)", host, cases, args.repeat, parallel=True))
+    # run_path starts each fork server itself, so its start-up shows as "setup".
+    for workers, parallel in ((1, False), (args.workers, True)):
+        host = ForkServer(workers=workers, timeout=args.timeout)
+        try:
+            label = "fast (fork server, 1 engine at a time)" if workers == 1 else f"fast (fork server, {workers} engines at once)"
+            results.append(run_path(label, host, cases, args.repeat, parallel=parallel))
+        finally:
+            host.close()
     rows = [r.summary() for r in results]
     report = {"vllm": vllm_version(), "cases": len(cases), "paths": rows}
     if not args.skip_naive:
