@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 
-from hybridfuzz.case import CaseError, Observation, dump_case, load_case_file
+from hybridfuzz.case import CaseError, dump_case, load_case_file
+from hybridfuzz.findings import observation
 
 
 def _print_result(case_path: str, result, as_json: bool) -> None:
@@ -25,13 +25,6 @@ def _print_result(case_path: str, result, as_json: bool) -> None:
     t = result.trace.timings
     if t:
         print("  timings: " + ", ".join(f"{k}={v:.2f}s" for k, v in t.items()))
-
-
-def observation(result) -> Observation:
-    v, env = result.verdict, result.trace.env
-    return Observation(vllm=env.get("vllm", "unknown"), verdict=v.status, device=env.get("device", "cpu"), torch=env.get("torch", ""),
-                       date=datetime.date.today().isoformat(), oracle=v.oracle, summary=v.summary, signature=v.signature,
-                       evidence=v.evidence[:4])
 
 
 def cmd_replay(args) -> int:

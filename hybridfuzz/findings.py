@@ -2,11 +2,12 @@
 whenever shrinking makes it smaller, so a killed run never loses what it found."""
 from __future__ import annotations
 
+import datetime
 import glob
 import os
 import re
 
-from hybridfuzz.case import Case, CaseError, Generate, dump_case, load_case_file
+from hybridfuzz.case import Case, CaseError, Generate, Observation, dump_case, load_case_file
 from hybridfuzz.store import write_atomic
 
 
@@ -41,3 +42,11 @@ def write_finding(directory: str, case: Case) -> str:
     path = os.path.join(directory, filename(sig))
     write_atomic(path, dump_case(case))
     return path
+
+
+def observation(result) -> Observation:
+    """What one evaluated run saw, in the form a case file records."""
+    v, env = result.verdict, result.trace.env
+    return Observation(vllm=env.get("vllm", "unknown"), verdict=v.status, device=env.get("device", "cpu"), torch=env.get("torch", ""),
+                       date=datetime.date.today().isoformat(), oracle=v.oracle, summary=v.summary, signature=v.signature,
+                       evidence=v.evidence[:4])

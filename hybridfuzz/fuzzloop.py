@@ -20,9 +20,8 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from hybridfuzz.case import Case
-from hybridfuzz.cli import observation
 from hybridfuzz.executor import evaluate
-from hybridfuzz.findings import case_size, known_signatures, write_finding
+from hybridfuzz.findings import case_size, known_signatures, observation, write_finding
 
 
 class BudgetSpent(BaseException):
