@@ -37,6 +37,19 @@ def _backend_dtypes(name: str) -> tuple[str, ...]:
     return tuple(getattr(backend, "supported_kv_cache_dtypes", ("auto",)))
 
 
+def declared_kv_dtypes() -> tuple[str, ...]:
+    """KV dtypes the platform's attention backends declare they support."""
+    platform = detect_platform()
+    names = CPU_BACKENDS if platform.device == "cpu" else platform.attention_backends
+    declared: set[str] = set()
+    for name in names:
+        try:
+            declared |= set(_backend_dtypes(name))
+        except Exception:
+            continue
+    return tuple(d for d in platform.kv_cache_dtypes if d in declared) or ("auto",)
+
+
 @functools.lru_cache(maxsize=None)
 def detect_platform() -> Platform:
     import hybridfuzz  # noqa: F401
