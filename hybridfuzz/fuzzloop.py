@@ -69,7 +69,6 @@ class FuzzLoop:
         self.progress = progress or (lambda stats, phase: None)
         os.makedirs(config.out_dir, exist_ok=True)
         self.known = config.known_fn() if config.known_fn else known_signatures(config.findings_dir, *config.known_dirs)
-        self.pending: list[Case] = []
         self._events = open(os.path.join(config.out_dir, "events.jsonl"), "a")
         self._deadline = self.stats.started + config.budget_s
         self._target: str | None = None
@@ -126,7 +125,6 @@ class FuzzLoop:
             return True
         # another new bug met while shrinking: keep it unshrunk; a later run will meet it again
         write_finding(self.cfg.findings_dir, self._record(case, result))
-        self.pending.append(case)
         return False
 
     # -- campaign
