@@ -12,7 +12,7 @@ import time
 import traceback
 from typing import Any
 
-from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
@@ -25,12 +25,20 @@ REJECTION_TYPES = ("ValueError", "NotImplementedError", "ValidationError", "Impo
 REFUSAL = re.compile(r"not (supported|enabled|available|allowed)|unsupported", re.IGNORECASE)
 
 
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def _short_path(filename: str) -> str:
+    """vllm/... for installed packages, hybridfuzz/... for this checkout, wherever they live."""
+    return filename.split("site-packages/")[-1].removeprefix(_CHECKOUT)
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     frames = traceback.extract_tb(exc.__traceback__)
     where = ""
     if frames:  # the innermost frame: where the exception was raised
         fr = frames[-1]
-        where = f"{fr.filename.split('site-packages/')[-1].split('/work/main/')[-1]}:{fr.lineno} in {fr.name}"
+        where = f"{_short_path(fr.filename)}:{fr.lineno} in {fr.name}"
     return ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000], where=where)
 
 
@@ -185,8 +193,7 @@ def run_case(case: Case) -> Trace:
         trace.engine_settings["dropped_defaults"] = dropped
     for i, step in enumerate(case.steps):
         ts = time.perf_counter()
-        result = StepResult(index=i, kind=type(step).__name__)
-        result.kind = {"Generate": "generate", "Sleep": "sleep", "WakeUp": "wake_up", "ResetPrefixCache": "reset_prefix_cache"}[result.kind]
+        result = StepResult(index=i, kind=STEP_NAMES[type(step)])
         try:
             result.outputs = _run_step(llm, step)
         except Exception as e:
