@@ -30,6 +30,40 @@ def bench_cases() -> list[Case]:
     ]
 
 
+class PeakGPUMemory:
+    """Peak used GPU memory (MiB, all GPUs summed) from nvidia-smi every 200 ms; 0 without one.
+
+    nvidia-smi, not torch: this process must not create a CUDA context of its own."""
+
+    def __init__(self):
+        import shutil
+
+        self.peak = 0
+        self._smi = shutil.which("nvidia-smi")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import subprocess
+
+        while self._smi and not self._stop.is_set():
+            try:
+                out = subprocess.run([self._smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=5).stdout
+                self.peak = max(self.peak, sum(int(x) for x in out.split() if x.isdigit()))
+            except (OSError, subprocess.SubprocessError, ValueError):
+                return
+            self._stop.wait(0.2)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 class PeakRSS:
     """Peak resident memory of this process and all its descendants, sampled every 50 ms."""
 
@@ -109,3 +143,35 @@ def run_path(name: str, host, cases: list[Case], repeat: int, parallel: bool = F
         res.wall_s = time.perf_counter() - t1
     res.peak_rss_mb = mem.peak / 2**20
     return res
+
+
+def at_once_case() -> Case:
+    """One eager engine, a GDN + attention model, an fp8 KV cache, a repeated prompt: a typical case."""
+    return Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([_P[:40]], max_tokens=4), Generate([_P[:40]], max_tokens=4)],
+                EngineConfig(kv_cache_dtype="fp8"), OracleSpec(checks=["health", "self_consistency"]))
+
+
+def engines_at_once(n: int, timeout: float) -> dict:
+    """Start n fresh engines at the same moment (one fork server, n children) and report
+    how many came up, their start-up times, the wall time and the peak memory."""
+    from hybridfuzz.engines.forkserver import ForkServer
+    from hybridfuzz.executor import judge
+
+    case = at_once_case()
+    host = ForkServer(workers=n, timeout=timeout, warm=False)
+    try:
+        host.start()
+        with PeakRSS() as rss, PeakGPUMemory() as gpu:
+            t0 = time.perf_counter()
+            traces = host.run_many([case] * n)
+            wall = time.perf_counter() - t0
+    finally:
+        host.close()
+    verdicts = [judge(case, t, None) for t in traces]
+    startups = sorted(t.timings.get("startup_s", 0.0) for t in traces if t.outcome == "ok")
+    failures = [f"{t.outcome}: {t.error.type}: {t.error.message[:160]}" for t in traces if t.outcome != "ok" and t.error]
+    return {"engines": n, "ok": sum(t.outcome == "ok" for t in traces), "passed": sum(v.status == "pass" for v in verdicts),
+            "startup_median_s": round(statistics.median(startups), 2) if startups else None,
+            "startup_max_s": round(startups[-1], 2) if startups else None, "wall_s": round(wall, 1),
+            "cases_per_min": round(60 * n / wall, 1), "peak_rss_mb": round(rss.peak / 2**20),
+            "peak_gpu_mb": gpu.peak, "failures": failures}

@@ -357,11 +357,15 @@ def worker_name(campaign_dir: str, index: int) -> str:
 
 def run_worker(campaign_dir: str, index: int, until: float, seed: int = 0, redis_url: str | None = None,
                engines: int = 1, timeout_s: float = 300.0, known_dirs: tuple[str, ...] = (),
-               stale_after_s: float = STALE_AFTER_S, max_layers: int = 8, max_steps: int = 6) -> int:
-    """One FuzzLoop until ``until`` (epoch seconds) or SIGTERM; its own out dir, the campaign's shared state."""
+               stale_after_s: float = STALE_AFTER_S, max_layers: int = 8, max_steps: int = 6,
+               narrowing: dict | None = None) -> int:
+    """One FuzzLoop until ``until`` (epoch seconds) or SIGTERM; its own out dir, the campaign's shared state.
+
+    ``narrowing``: keyword arguments of strategies.platform.narrow (kv_dtypes, attention_backends, eager_only)."""
     from hybridfuzz.fuzzloop import FuzzConfig, FuzzLoop
     from hybridfuzz.hosts import make_host
     from hybridfuzz.strategies import detect_platform
+    from hybridfuzz.strategies.platform import narrow
 
     out = os.path.join(campaign_dir, "workers", str(index))
     findings = os.path.join(campaign_dir, "findings")
@@ -418,7 +422,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int = 0, redis
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    platform = detect_platform()
+    platform = narrow(detect_platform(), **(narrowing or {}))
     print(f"worker {name}: pid {os.getpid()}, engine {platform.device}, {until - time.time():.0f}s left, seed {seed}", flush=True)
     write_state()
     thread = threading.Thread(target=beat, daemon=True)
@@ -554,8 +558,10 @@ class Campaign:
     def __init__(self, campaign_dir: str, budget_s: float, workers: int = 0, redis_url: str | None = None,
                  engine: str = "cpu", seed: int = 0, engines: int = 0, timeout_s: float = 300.0,
                  known_dirs: tuple[str, ...] = (), status_every_s: float = 30.0, stale_after_s: float = STALE_AFTER_S,
-                 max_layers: int = 8, max_steps: int = 6, log=print, restart_limit: int = 20):
+                 max_layers: int = 8, max_steps: int = 6, log=print, restart_limit: int = 20,
+                 narrowing: dict | None = None):
         self.dir = campaign_dir
+        self.narrowing = narrowing or {}
         self.engine = engine
         gpus = gpu_count() if engine == "gpu" else 0
         if engine == "gpu" and not gpus:
@@ -587,6 +593,13 @@ class Campaign:
             cmd += ["--redis", self.redis_url]
         for k in self.known_dirs:
             cmd += ["--known", k]
+        n = self.narrowing
+        if n.get("kv_dtypes"):
+            cmd += ["--kv-dtypes", n["kv_dtypes"]]
+        if n.get("attention_backends"):
+            cmd += ["--attention-backends", n["attention_backends"]]
+        if n.get("eager_only"):
+            cmd.append("--eager-only")
         return cmd
 
     def _start(self, i: int, until: float) -> None:

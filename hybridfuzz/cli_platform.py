@@ -1,0 +1,27 @@
+"""``hybridfuzz platform``: what the fuzzer will try on this machine's vLLM (read from vLLM itself)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+
+def cmd_platform(args) -> int:
+    from hybridfuzz.strategies.platform import declared_kv_dtypes, detect_platform
+    from hybridfuzz.vllm_facts import vllm_version
+
+    p = detect_platform()
+    info = {"vllm": vllm_version(), **dataclasses.asdict(p), "declared_kv_dtypes": list(declared_kv_dtypes())}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"vLLM {info['vllm']} on {p.device}")
+    for key in ("kv_cache_dtypes", "declared_kv_dtypes", "attention_backends", "model_runners", "block_sizes", "weight_quantizations"):
+        print(f"  {key}: {', '.join(str(x) if x != '' else 'default' for x in info[key]) or '-'}")
+    print(f"  graphs: {p.has_graphs}, sleep mode: {p.has_sleep_mode}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("platform", help="what the fuzzer will try here: KV dtypes, attention backends, runners (read from vLLM)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_platform)

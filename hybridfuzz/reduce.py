@@ -1,0 +1,140 @@
+"""Shrink a YAML case directly, without Hypothesis: ``hybridfuzz shrink case.yaml``.
+
+Hypothesis shrinks what the fuzz loop found while the loop runs, and only while its
+budget lasts (a GPU campaign's finding may stop at 4 steps). This shrinker starts
+from any case file: a finding cut short, a hand-written report, a case from another
+machine with no example database. It tries simpler variants of the case, biggest
+simplification first, keeps the first one that still fails with the same
+signature, and repeats until no variant does (delta debugging, greedy). Variants
+run several at a time on the host, so a GPU with many small engines shrinks fast.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, WakeUp
+from hybridfuzz.executor import judge, needs_reference
+from hybridfuzz.model import ModelSpec
+from hybridfuzz.oracles.verdict import Verdict
+
+
+def _without(items: list, i: int, n: int = 1) -> list:
+    return items[:i] + items[i + n:]
+
+
+def variants(case: Case) -> Iterator[tuple[str, Case]]:
+    """Simpler cases, each with a short description; biggest simplification first."""
+    steps = case.steps
+    for i in range(len(steps) - 1):  # a sleep and its wake_up go together
+        if isinstance(steps[i], Sleep) and isinstance(steps[i + 1], WakeUp) and len(steps) > 2:
+            yield f"drop steps {i}-{i + 1} (sleep, wake_up)", case.replace(steps=_without(steps, i, 2))
+    if len(steps) > 1:
+        for i in range(len(steps)):
+            yield f"drop step {i} ({type(steps[i]).__name__})", case.replace(steps=_without(steps, i))
+    layers = case.model.layers
+    if len(layers) > 1:
+        for i in range(len(layers)):
+            yield f"drop layer {i} ({layers[i]})", case.replace(model=dataclasses.replace(case.model, layers=tuple(_without(list(layers), i))))
+    for i, s in enumerate(steps):
+        if isinstance(s, Generate) and len(s.prompts) > 1:
+            for j in range(len(s.prompts)):
+                yield f"step {i}: drop prompt {j}", _with_step(case, i, dataclasses.replace(s, prompts=_without(s.prompts, j)))
+    for i, s in enumerate(steps):
+        if isinstance(s, Generate):
+            for j, p in enumerate(s.prompts):
+                for keep in sorted({len(p) // 2, len(p) - 1} - {0, len(p)}):
+                    prompts = [q if k != j else p[:keep] for k, q in enumerate(s.prompts)]
+                    yield f"step {i}: prompt {j} to {keep} tokens", _with_step(case, i, dataclasses.replace(s, prompts=prompts))
+    for i, s in enumerate(steps):
+        if isinstance(s, Generate) and s.max_tokens > 1:
+            for m in sorted({1, s.max_tokens // 2} - {s.max_tokens}):
+                yield f"step {i}: max_tokens {m}", _with_step(case, i, dataclasses.replace(s, max_tokens=m))
+    yield from _default_fields(case)
+
+
+def _with_step(case: Case, i: int, step) -> Case:
+    return case.replace(steps=[step if k == i else s for k, s in enumerate(case.steps)])
+
+
+def _default_fields(case: Case) -> Iterator[tuple[str, Case]]:
+    """Engine and model settings back to their defaults, one at a time."""
+    default_engine = EngineConfig()
+    for f in dataclasses.fields(EngineConfig):
+        value = getattr(case.engine, f.name)
+        if f.name in ("extra", "env"):
+            for key in value:
+                smaller = {k: v for k, v in value.items() if k != key}
+                yield f"engine.{f.name}: drop {key}", case.replace(engine=dataclasses.replace(case.engine, **{f.name: smaller}))
+        elif value != getattr(default_engine, f.name):
+            yield f"engine.{f.name}: default", case.replace(engine=dataclasses.replace(case.engine, **{f.name: getattr(default_engine, f.name)}))
+    default_model = ModelSpec()
+    for f in dataclasses.fields(ModelSpec):
+        if f.name != "layers" and getattr(case.model, f.name) != getattr(default_model, f.name):
+            yield f"model.{f.name}: default", case.replace(model=dataclasses.replace(case.model, **{f.name: getattr(default_model, f.name)}))
+
+
+def describe(case: Case) -> str:
+    tokens = sum(len(p) for s in case.steps if isinstance(s, Generate) for p in s.prompts)
+    return f"{len(case.model.layers)} layer(s), {len(case.steps)} step(s), {tokens} prompt tokens"
+
+
+@dataclass
+class ShrinkResult:
+    case: Case
+    verdict: Verdict
+    runs: int  # engine runs, references included
+    accepted: list[str]  # the simplifications kept, in order
+    seconds: float
+    finished: bool  # False: the budget ended before a full pass found nothing smaller
+
+
+def evaluate_batch(cases: list[Case], host, timeout: float | None) -> tuple[list[Verdict], int]:
+    """Run several cases (and their references) at once on the host; judge each."""
+    runs: list[Case] = []
+    slots: list[tuple[int, int | None]] = []
+    for c in cases:
+        i = len(runs)
+        runs.append(c)
+        r = None
+        if needs_reference(c):
+            r = len(runs)
+            runs.append(c.reference_case())
+        slots.append((i, r))
+    traces = host.run_many(runs, timeout)
+    return [judge(c, traces[i], traces[r] if r is not None else None) for c, (i, r) in zip(cases, slots)], len(runs)
+
+
+def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,
+           on_smaller: Callable[[Case, Verdict, str], None] = lambda c, v, why: None,
+           log: Callable[[str], None] = print) -> ShrinkResult:
+    """Greedy: take the first variant (in ``variants`` order) that fails with ``signature``; repeat.
+
+    ``on_smaller`` is called with every smaller failing case at once (write it to disk there),
+    so a run killed mid-shrink keeps its progress.
+    """
+    t0 = time.monotonic()
+    runs, accepted = 0, []
+    verdict: Verdict | None = None
+    current = case
+    while True:
+        improved = False
+        pending = list(variants(current))
+        for start in range(0, len(pending), parallel):
+            if time.monotonic() - t0 > budget_s:
+                return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False)
+            chunk = pending[start:start + parallel]
+            verdicts, n = evaluate_batch([c for _, c in chunk], host, timeout)
+            runs += n
+            hit = next(((why, c, v) for (why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
+            if hit:
+                why, current, verdict = hit
+                accepted.append(why)
+                log(f"  [{time.monotonic() - t0:6.0f}s] kept: {why} -> {describe(current)}")
+                on_smaller(current, verdict, why)
+                improved = True
+                break
+        if not improved:
+            return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, True)
