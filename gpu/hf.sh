@@ -12,6 +12,7 @@
 set -euo pipefail
 parts=${1:?usage: hf.sh PARTS_DIR SHA256_FILE SITE -- hybridfuzz ARGS...}
 sum=${2:?}; site=${3:?}; shift 3
+case $site in /*) ;; *) site=$PWD/$site ;; esac  # links and PYTHONPATH must survive the cd below
 [ "${1:-}" = "--" ] && shift
 [ "${1:-}" = "hybridfuzz" ] && shift
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,16 +22,18 @@ if [ ! -f "$site/.installed-$(cat "$sum")" ]; then
   touch "$site/.installed-$(cat "$sum")"
 fi
 src=$site.src
-if [ ! -d "$src/hybridfuzz" ] || [ "${HF_RESNAPSHOT:-0}" = 1 ]; then
+if [ ! -d "$src/.hybridfuzz-core" ] || [ "${HF_RESNAPSHOT:-0}" = 1 ]; then
   rm -rf "$src"; mkdir -p "$src"
   (cd "$here" && tar --exclude=./.gpu --exclude=./.git -cf - .) | tar -C "$src" -xf -
-  # the installed layout: strategies/ -> hybridfuzz.strategies, oracles/ -> hybridfuzz.oracles
-  mkdir -p "$src/.farm/hybridfuzz"
-  for f in "$src"/hybridfuzz/*; do ln -s "$f" "$src/.farm/hybridfuzz/$(basename "$f")"; done
-  ln -s "$src/strategies" "$src/.farm/hybridfuzz/strategies"
-  ln -s "$src/oracles" "$src/.farm/hybridfuzz/oracles"
+  # the installed layout: strategies/ -> hybridfuzz.strategies, oracles/ -> hybridfuzz.oracles.
+  # The package dir itself becomes that link farm, since commands run from $src (cwd first on sys.path).
+  mv "$src/hybridfuzz" "$src/.hybridfuzz-core"
+  mkdir -p "$src/hybridfuzz"
+  for f in "$src"/.hybridfuzz-core/*; do ln -s "$f" "$src/hybridfuzz/$(basename "$f")"; done
+  ln -s "$src/strategies" "$src/hybridfuzz/strategies"
+  ln -s "$src/oracles" "$src/hybridfuzz/oracles"
 fi
-export PYTHONPATH="$src/.farm:$site${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$src:$site${PYTHONPATH:+:$PYTHONPATH}"
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
 cd "$src"
 if [ "${1:-}" = python3 ]; then exec "$@"; fi  # e.g. python3 -m vllm.collect_env

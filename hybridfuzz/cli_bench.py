@@ -51,6 +51,8 @@ def _at_once(args) -> int:
 
     try:
         counts = [int(x) for x in args.at_once.split(",") if x.strip()]
+        if not counts or min(counts) < 1:  # "," or "0" would start nothing and still exit 0
+            raise ValueError(args.at_once)
     except ValueError:
         print(f"hybridfuzz: --at-once: expected counts like 8,16; got {args.at_once!r}", file=sys.stderr)
         return 2

@@ -5,6 +5,8 @@ import json
 
 
 def cmd_calibrate(args) -> int:
+    if args.traces:
+        return _from_traces(args.traces)
     from hybridfuzz.calibrate import calibrate
     from hybridfuzz.hosts import make_host
     from hybridfuzz.strategies import detect_platform
@@ -22,10 +24,22 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _from_traces(paths: list[str]) -> int:
+    """The self-consistency rule against saved traces of repeated requests (python -m hybridfuzz.noise)."""
+    from hybridfuzz.noise import load_records, summarize
+
+    for path in paths:
+        report = summarize(load_records(path))
+        print(json.dumps({"traces": path, "groups": report}, indent=2))
+    return 0
+
+
 def register(sub) -> None:
     c = sub.add_parser("calibrate", help="run noisy-by-construction pairs (quantized KV vs auto) and report drift, flips, false alarms")
     c.add_argument("--pairs", type=int, default=40)
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--workers", type=int, default=2)
     c.add_argument("--kv-dtypes", help="comma-separated; default: the quantized dtypes the platform's attention backends declare")
+    c.add_argument("--traces", nargs="+", help="instead: judge saved traces of repeated requests (made by "
+                   "`python -m hybridfuzz.noise`, e.g. on a GPU) with the self-consistency rule: drift, flips, false alarms")
     c.set_defaults(func=cmd_calibrate)

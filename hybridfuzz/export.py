@@ -28,6 +28,7 @@ from hybridfuzz.case import Case, Generate, ResetPrefixCache, Sleep, WakeUp, dum
 from hybridfuzz.engines import offline as offline_mod
 from hybridfuzz.engines.offline import REJECTION_TYPES
 from hybridfuzz.oracles import compare as compare_mod
+from hybridfuzz.oracles import consistency as consistency_mod
 
 # What hybridfuzz's engine host sets (engines/forkserver.py SERVER_ENV), minus what only it needs.
 SCRIPT_ENV = {
@@ -242,6 +243,7 @@ def run_engine(engine: dict, model_dir: str) -> dict:
         kwargs = dict(model=model_dir, **engine)
         if current_platform.is_cuda_alike():
             kwargs.setdefault("additional_config", {{"gdn_prefill_backend": "triton"}})
+            result["device"] = "cuda"
         llm = LLM(**kwargs)
     except Exception as e:
         result.update(outcome="rejected" if type(e).__name__ in REJECTION_TYPES else "error", error=_describe(e), where="start-up")
@@ -293,6 +295,7 @@ def run_isolated(engine: dict, model_dir: str) -> dict:
 {compare_source}
 EXACT = {exact}
 QUANTIZED = {quantized}
+GPU_BATCH_VARIANCE = {gpu_batch_variance}  # identical requests on a GPU (hybridfuzz/oracles/consistency.py)
 
 
 def _req(d: dict):
@@ -325,7 +328,7 @@ def check_self_consistency(run: dict):
                 continue
             fidx, fr, ref = first[key]
             compared += 1
-            m = compare_requests(_req(ref), _req(out), EXACT)
+            m = compare_requests(_req(ref), _req(out), GPU_BATCH_VARIANCE if run.get("device") == "cuda" else EXACT)
             if m:
                 return "divergence", (f"identical prompt (len {{len(prompt)}}) gave different output: step {{fidx}} req {{fr}} vs "
                                       f"step {{s['index']}} req {{r}}, from token {{m.position}}"), [
@@ -441,6 +444,7 @@ def standalone_script(case: Case, title: str = "", case_name: str = "a hybridfuz
         step_refusal=repr(getattr(getattr(offline_mod, "REFUSAL", None), "pattern", None)),
         model_source=model_source,
         compare_source=compare_source, exact=_tol(compare_mod.EXACT), quantized=_tol(compare_mod.QUANTIZED),
+        gpu_batch_variance=_tol(consistency_mod.GPU_BATCH_VARIANCE),
     )
 
 

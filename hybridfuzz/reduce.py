@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, WakeUp
+from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
 from hybridfuzz.executor import judge, needs_reference
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.verdict import Verdict
@@ -26,7 +26,26 @@ def _without(items: list, i: int, n: int = 1) -> list:
 
 
 def variants(case: Case) -> Iterator[tuple[str, Case]]:
-    """Simpler cases, each with a short description; biggest simplification first."""
+    """Simpler cases, each with a short description; biggest simplification first.
+
+    Only valid cases: a field set back to its default can break a rule of the schema
+    (max_model_len 512 under a longer prompt, vocab_size 512 under token 600, heads that
+    no longer divide); such a variant would waste an engine run, or be written out as a
+    case file that no longer loads."""
+    for why, c in _candidates(case):
+        if _valid(c):
+            yield why, c
+
+
+def _valid(case: Case) -> bool:
+    try:
+        case_from_dict(case_to_dict(case))
+    except CaseError:
+        return False
+    return True
+
+
+def _candidates(case: Case) -> Iterator[tuple[str, Case]]:
     steps = case.steps
     for i in range(len(steps) - 1):  # a sleep and its wake_up go together
         if isinstance(steps[i], Sleep) and isinstance(steps[i + 1], WakeUp) and len(steps) > 2:

@@ -1,7 +1,10 @@
 """The hosts and the benchmark's fixed cases, on the real CPU engine."""
+import subprocess
+import sys
+
 import pytest
 
-from hybridfuzz.bench import bench_cases, run_path
+from hybridfuzz.bench import bench_cases, engines_at_once, run_path
 from hybridfuzz.case import Case, EngineConfig, Generate, dump_case, load_case
 from hybridfuzz.engines.forkserver import ForkServer
 from hybridfuzz.engines.subprocess_host import SubprocessHost
@@ -39,3 +42,23 @@ def test_naive_and_fast_paths_agree_token_for_token(host):
     assert fast.outcome == naive.outcome == "ok", (fast.error, naive.error)
     assert fast.steps[0].outputs[0].tokens == naive.steps[0].outputs[0].tokens
     assert naive.engine_settings["multiprocessing"] is True and fast.engine_settings["multiprocessing"] is False
+
+
+@pytest.mark.engine
+def test_engines_at_once_all_come_up_and_pass():
+    r = engines_at_once(2, 300)
+    assert r["engines"] == 2 and r["ok"] == r["passed"] == 2, r["failures"]
+    assert r["failures"] == []
+    assert 0 < r["startup_median_s"] <= r["startup_max_s"]
+    assert r["wall_s"] > 0 and r["cases_per_min"] > 0
+    assert r["peak_rss_mb"] > 100
+    assert r["peak_gpu_mb"] == 0  # no nvidia-smi on this CPU machine
+
+
+@pytest.mark.parametrize("value", ["x", "4,x", ",", "0", "2,-1"])
+def test_bench_at_once_bad_count_is_exit_2_with_one_line(value):
+    r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bench", "--at-once", value], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hybridfuzz:")]
+    assert len(lines) == 1 and lines[0].startswith("hybridfuzz: --at-once:") and repr(value) in lines[0], r.stderr
+    assert r.stdout == ""

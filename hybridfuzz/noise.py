@@ -1,0 +1,109 @@
+"""Self-consistency noise: how far do identical requests drift on an engine with no bug?
+
+Runs cases whose every generate repeats one prompt (twice in one batch, once more in a
+later step, where prefix caching may serve it) and saves the whole traces, so that the
+self-consistency rule can be calibrated offline, on this machine, from a GPU's traces:
+
+    python3 -m hybridfuzz.noise --cases 40 --kv-dtypes auto,int8_per_token_head \
+        --attention-backend TRITON_ATTN --workers 12 --out noise.json
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+
+from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, case_to_dict
+from hybridfuzz.model import FULL, LINEAR, ModelSpec
+
+
+def repeat_cases(n: int, dtypes: tuple[str, ...], backend: str | None, seed: int = 0) -> list[Case]:
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        layers = tuple(rnd.choice([LINEAR, FULL]) for _ in range(rnd.randint(1, 4)))
+        p = [rnd.randrange(3, 512) for _ in range(rnd.choice([1, 3, 17, 64, 127, 130, 260]))]
+        steps = [Generate([p, p], max_tokens=8, logprobs=20), Generate([p], max_tokens=8, logprobs=20)]
+        caching = rnd.choice([None, True, False])
+        for dtype in dtypes:
+            out.append(Case(ModelSpec(layers=layers, seed=rnd.randint(0, 3)), steps,
+                            EngineConfig(kv_cache_dtype=dtype, attention_backend=backend, enable_prefix_caching=caching),
+                            OracleSpec(checks=["health", "self_consistency"])))
+    return out
+
+
+def load_records(path: str) -> list[tuple[Case, "Trace"]]:
+    from hybridfuzz.case import case_from_dict
+    from hybridfuzz.trace import Trace
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [(case_from_dict(r["case"]), Trace.from_dict(r["trace"])) for r in json.load(f)]
+
+
+def pair_drift(a, b) -> tuple[float, bool]:
+    """Largest |logprob difference| of shared top-k tokens before the first differing token; flipped?"""
+    from hybridfuzz.oracles.compare import _lp
+
+    drift = 0.0
+    for pos in range(min(len(a.tokens), len(b.tokens))):
+        if a.tokens[pos] != b.tokens[pos]:
+            return drift, True
+        for t, lpa in a.logprobs[pos]:
+            lpb = _lp(b.logprobs[pos], int(t))
+            if lpb is not None:
+                drift = max(drift, abs(lpa - lpb))
+    return drift, False
+
+
+def summarize(records) -> dict:
+    """Per (kv dtype, attention backend, hit-vs-miss): pairs, max drift, flips, and how many the
+    current self-consistency rule flags (on an engine with no bug, each one is a false alarm)."""
+    from hybridfuzz.oracles.compare import compare_requests
+    from hybridfuzz.oracles.consistency import tolerance_for
+
+    groups: dict[str, dict] = {}
+    for case, trace in records:
+        if trace.outcome != "ok":
+            continue
+        device = trace.env.get("device", "cpu")
+        first: dict = {}
+        for idx, outputs in trace.generate_results():
+            for prompt, res in zip(case.steps[idx].prompts, outputs):
+                if tuple(prompt) not in first:
+                    first[tuple(prompt)] = res
+                    continue
+                a = first[tuple(prompt)]
+                hit = "hit-vs-miss" if a.num_cached_tokens != res.num_cached_tokens else "same-cache"
+                key = f"{case.engine.kv_cache_dtype} / {case.engine.attention_backend or 'default'} / {hit}"
+                g = groups.setdefault(key, {"pairs": 0, "max_drift": 0.0, "flips": 0, "flagged": 0})
+                drift, flipped = pair_drift(a, res)
+                g["pairs"] += 1
+                g["max_drift"] = round(max(g["max_drift"], drift), 3)
+                g["flips"] += flipped
+                g["flagged"] += compare_requests(a, res, tolerance_for(device)) is not None
+    return dict(sorted(groups.items()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=40)
+    ap.add_argument("--kv-dtypes", default="auto")
+    ap.add_argument("--attention-backend")
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    from hybridfuzz.engines.forkserver import ForkServer
+
+    cases = repeat_cases(a.cases, tuple(a.kv_dtypes.split(",")), a.attention_backend, a.seed)
+    with ForkServer(workers=a.workers, timeout=600, warm=False) as host:
+        traces = host.run_many(cases)
+    with open(a.out, "w") as f:
+        json.dump([{"case": case_to_dict(c), "trace": t.to_dict()} for c, t in zip(cases, traces)], f)
+    print(f"{len(cases)} cases, {sum(t.outcome == 'ok' for t in traces)} ok -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""gpu/hf.sh and gpu/bg.sh, the wrappers for offline GPU hosts, exercised on CPU.
+
+hf.sh is given a "site" that already carries its install marker, so it skips the bundle
+install and runs against the vLLM installed here."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HF = os.path.join(ROOT, "gpu", "hf.sh")
+BG = os.path.join(ROOT, "gpu", "bg.sh")
+SUM = "0123abcd" * 8
+
+IMPORTS = ("import hybridfuzz, hybridfuzz.cli, hybridfuzz.strategies.platform, hybridfuzz.oracles.verdict, hybridfuzz.reduce as r\n"
+           "for m in (hybridfuzz, hybridfuzz.cli, hybridfuzz.strategies.platform, hybridfuzz.oracles.verdict, r): print(m.__file__)")
+
+
+@pytest.fixture
+def site(tmp_path):
+    """(sum file, site dir) of a site that counts as installed."""
+    sum_file = tmp_path / "sha256"
+    sum_file.write_text(SUM + "\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / f".installed-{SUM}").touch()
+    return str(sum_file), str(site)
+
+
+def hf(sum_file, site, *args, env=None, cwd=None):
+    return subprocess.run(["bash", HF, "/nonexistent", sum_file, site, "--", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=600)
+
+
+def json_object(text: str) -> dict:
+    """The JSON object in output that may have log lines around it."""
+    start, end = text.index("{"), text.rindex("}")
+    return json.loads(text[start:end + 1])
+
+
+@pytest.mark.engine
+def test_hf_runs_a_hybridfuzz_command_from_the_snapshot(site):
+    sum_file, site_dir = site
+    r = hf(sum_file, site_dir, "hybridfuzz", "platform", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    info = json_object(r.stdout)
+    assert info["device"] == "cpu" and info["vllm"] and "auto" in info["kv_cache_dtypes"]
+    src = site_dir + ".src"
+    assert os.path.isdir(os.path.join(src, "hybridfuzz")) and os.path.isdir(os.path.join(src, "corpus"))
+    assert not os.path.exists(os.path.join(src, ".git")) and not os.path.exists(os.path.join(src, ".gpu"))
+    # the installed layout: hybridfuzz.strategies is the checkout's strategies/, reachable in the snapshot
+    assert any(os.path.isfile(os.path.join(src, d, "hybridfuzz", "strategies", "platform.py")) for d in (".", ".farm"))
+
+
+def test_hf_imports_every_module_from_the_snapshot_and_keeps_it(site):
+    """Not from the checkout (an editable install would otherwise serve hybridfuzz.strategies from there)."""
+    sum_file, site_dir = site
+    src = os.path.realpath(site_dir + ".src")
+    r = hf(sum_file, site_dir, "python3", "-c", IMPORTS)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    files = r.stdout.split()
+    assert len(files) == 5, r.stdout
+    for f in files:
+        assert os.path.realpath(f).startswith(src + os.sep), (f, os.path.realpath(f))
+
+    marker = os.path.join(src, "marker")
+    open(marker, "w").close()
+    again = hf(sum_file, site_dir, "python3", "-c", "print('again')")
+    assert again.returncode == 0 and again.stdout == "again\n", again.stderr[-2000:]
+    assert os.path.exists(marker)  # a second run reuses the snapshot
+    fresh = hf(sum_file, site_dir, "python3", "-c", "print('fresh')", env={"HF_RESNAPSHOT": "1"})
+    assert fresh.returncode == 0 and fresh.stdout == "fresh\n", fresh.stderr[-2000:]
+    assert not os.path.exists(marker)  # HF_RESNAPSHOT=1 takes a new one
+
+
+def test_hf_without_an_installed_site_fails_and_runs_nothing(tmp_path):
+    sum_file = tmp_path / "sha256"
+    sum_file.write_text(SUM + "\n")
+    site = tmp_path / "site"
+    site.mkdir()  # no .installed-<sum> marker: hf.sh tries to install from PARTS_DIR, which does not exist
+    r = hf(str(sum_file), str(site), "python3", "-c", "print('RAN')")
+    assert r.returncode != 0
+    assert "RAN" not in r.stdout
+    assert not (site / f".installed-{SUM}").exists()
+
+
+def test_hf_accepts_a_relative_site(site, tmp_path):
+    sum_file, _ = site
+    r = hf(sum_file, "site", "python3", "-c", IMPORTS, cwd=str(tmp_path))
+    src = os.path.realpath(str(tmp_path / "site.src"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    files = r.stdout.split()
+    assert len(files) == 5 and all(os.path.realpath(f).startswith(src + os.sep) for f in files), r.stdout
+
+
+def wait_for_rc(path: str, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            text = open(path).read()
+            if text.strip():
+                return text.strip()
+        time.sleep(0.1)
+    raise AssertionError(f"{path} did not appear within {timeout}s")
+
+
+def bg(res, *args):
+    return subprocess.run(["bash", BG, *args], capture_output=True, text=True, env={**os.environ, "HF_RES": str(res)}, timeout=60)
+
+
+def test_bg_records_output_and_exit_status(tmp_path):
+    res = tmp_path / "res"
+    r = bg(res, "job", "bash", "-c", "echo hi; exit 3")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("started job (pid ")
+    assert wait_for_rc(str(res / "job.rc")) == "3"
+    assert "hi" in (res / "job.log").read_text().split()
+
+
+def test_bg_detaches_and_clears_a_stale_status(tmp_path):
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "job.rc").write_text("0\n")  # from an earlier run of the same name
+    r = bg(res, "job", "bash", "-c", "sleep 2; echo done; exit 5")
+    assert r.returncode == 0, r.stderr
+    assert not (res / "job.rc").exists()  # a poller cannot mistake the old status for this run's
+    pid = int(r.stdout.split("(pid ")[1].split(")")[0])
+    # its own session (so it outlives the caller's); setsid runs in the child just after bg.sh returns
+    deadline = time.monotonic() + 1.5
+    while os.getsid(pid) == os.getsid(0) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert os.getsid(pid) == pid != os.getsid(0)
+    assert wait_for_rc(str(res / "job.rc")) == "5"
+    assert (res / "job.log").read_text() == "done\n"

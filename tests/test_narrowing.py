@@ -1,0 +1,133 @@
+"""Narrowing the platform (--kv-dtypes, --attention-backends, --eager-only) and what the engine
+strategies then draw; the same narrowing passed from `hybridfuzz campaign` to its workers."""
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+from hybridfuzz.case import EngineConfig
+from hybridfuzz.strategies import engine_configs
+from hybridfuzz.strategies.platform import Platform, narrow
+
+CUDA = Platform("cuda", ("auto", "fp8", "int8_per_token_head"), ("TRITON_ATTN", "FLASH_ATTN"), has_graphs=True,
+                has_sleep_mode=True, model_runners=("", "0", "1"), weight_quantizations=("fp8",))
+CPU_LIKE = Platform("cpu", ("auto", "fp8"), ("CPU_ATTN",))
+EXTRA_KEYS = {"max_num_batched_tokens", "enable_chunked_prefill", "quantization"}
+FEW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+# ---------------------------------------------------------------- narrow()
+
+@pytest.mark.parametrize("kwargs,option", [
+    ({"kv_dtypes": "fp8,int3"}, "--kv-dtypes"),
+    ({"kv_dtypes": "fp8_e5m2"}, "--kv-dtypes"),
+    ({"attention_backends": "FLASHINFER"}, "--attention-backends"),
+    ({"kv_dtypes": "fp8", "attention_backends": "TRITON_ATTN,CPU_ATTN"}, "--attention-backends"),
+])
+def test_value_not_offered_raises_naming_the_option(kwargs, option):
+    with pytest.raises(ValueError) as err:
+        narrow(CUDA, **kwargs)
+    message = str(err.value)
+    assert message.startswith(option + ":") and "\n" not in message
+    assert "offered:" in message
+
+
+def test_narrow_keeps_only_what_was_asked():
+    p = narrow(CUDA, kv_dtypes=" fp8 , int8_per_token_head,", attention_backends="FLASH_ATTN", eager_only=True)
+    assert p.kv_cache_dtypes == ("fp8", "int8_per_token_head")
+    assert p.attention_backends == ("FLASH_ATTN",)
+    assert p.has_graphs is False
+    # everything else untouched
+    assert (p.device, p.has_sleep_mode, p.model_runners, p.weight_quantizations) == ("cuda", True, ("", "0", "1"), ("fp8",))
+    assert narrow(CUDA) == CUDA and narrow(CUDA, kv_dtypes="", attention_backends=" , ") == CUDA
+
+
+# ---------------------------------------------------------------- what the strategies draw
+
+@FEW
+@given(st.data())
+def test_one_backend_is_always_used(data):
+    platform = narrow(CUDA, attention_backends="FLASH_ATTN")
+    engine = data.draw(engine_configs(platform))
+    assert engine.attention_backend == "FLASH_ATTN"
+
+
+@FEW
+@given(engine_configs(narrow(CUDA, kv_dtypes="int8_per_token_head", eager_only=True)))
+def test_narrowed_dtype_and_eager_only(engine):
+    assert engine.kv_cache_dtype == "int8_per_token_head"
+    assert engine.enforce_eager is True
+
+
+@FEW
+@given(engine_configs(CUDA))
+def test_extra_holds_only_scheduler_and_weight_knobs(engine):
+    assert set(engine.extra) <= EXTRA_KEYS
+    assert ("max_num_batched_tokens" in engine.extra) == ("enable_chunked_prefill" in engine.extra)
+    assert engine.extra.get("quantization", "fp8") in CUDA.weight_quantizations
+    assert not set(engine.extra) & {f for f in EngineConfig.__dataclass_fields__}
+
+
+@FEW
+@given(engine_configs(CPU_LIKE))
+def test_no_quantization_where_none_is_offered(engine):
+    assert set(engine.extra) <= EXTRA_KEYS - {"quantization"}
+    assert engine.attention_backend is None and engine.enforce_eager is True
+
+
+def test_the_unnarrowed_cuda_platform_reaches_every_knob():
+    """The narrowing tests above would pass vacuously if these were never drawn."""
+    fast = settings(max_examples=2000, database=None, deadline=None)
+    assert find(engine_configs(CUDA), lambda e: e.extra.get("quantization") == "fp8", settings=fast)
+    assert find(engine_configs(CUDA), lambda e: "max_num_batched_tokens" in e.extra, settings=fast)
+    assert find(engine_configs(CUDA), lambda e: e.enforce_eager is False, settings=fast)
+    assert find(engine_configs(CUDA), lambda e: e.attention_backend == "TRITON_ATTN", settings=fast)
+    assert find(engine_configs(CUDA), lambda e: e.kv_cache_dtype == "int8_per_token_head", settings=fast)
+
+
+# ---------------------------------------------------------------- campaign -> worker
+
+@pytest.mark.parametrize("narrowing", [
+    {"kv_dtypes": "fp8", "attention_backends": None, "eager_only": True},
+    {"kv_dtypes": None, "attention_backends": "TRITON_ATTN,FLASH_ATTN", "eager_only": False},
+    {"kv_dtypes": None, "attention_backends": None, "eager_only": False},
+])
+def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing):
+    from hybridfuzz.campaign import Campaign
+    from hybridfuzz.cli import build_parser
+    from hybridfuzz.cli_campaign import _narrowing
+
+    campaign = Campaign(str(tmp_path), 10, workers=1, engine="cpu", narrowing=narrowing)
+    cmd = campaign._worker_cmd(0, 0.0)
+    assert cmd[:4] == [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker"]
+    if narrowing["kv_dtypes"]:
+        i = cmd.index("--kv-dtypes")
+        assert cmd[i + 1] == narrowing["kv_dtypes"]
+    else:
+        assert "--kv-dtypes" not in cmd
+    assert ("--eager-only" in cmd) == narrowing["eager_only"]
+    args = build_parser().parse_args(cmd[3:])
+    assert args.func.__name__ == "cmd_campaign_worker" and args.dir == str(tmp_path) and args.index == 0
+    assert _narrowing(args) == narrowing
+
+
+# ---------------------------------------------------------------- the CLIs refuse at once (this machine: CPU)
+
+@pytest.mark.parametrize("argv,option", [
+    (["fuzz", "--budget", "1s", "--kv-dtypes", "fp8,int3"], "--kv-dtypes"),
+    (["fuzz", "--budget", "1s", "--attention-backends", "FLASH_ATTN"], "--attention-backends"),
+    (["campaign", "--budget", "1s", "--kv-dtypes", "int3"], "--kv-dtypes"),
+])
+def test_cli_refuses_a_value_not_offered_here(tmp_path, argv, option):
+    if argv[0] == "campaign":
+        argv = [*argv, "--dir", str(tmp_path / "c")]
+    else:
+        argv = [*argv, "--out", str(tmp_path / "f"), "--findings", str(tmp_path / "found")]
+    r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", *argv], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hybridfuzz:")]
+    assert len(lines) == 1 and lines[0].startswith(f"hybridfuzz: {option}:"), r.stderr
+    assert os.listdir(tmp_path) == []

