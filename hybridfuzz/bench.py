@@ -30,74 +30,85 @@ def bench_cases() -> list[Case]:
     ]
 
 
-class PeakGPUMemory:
-    """Peak used GPU memory (MiB, all GPUs summed) from nvidia-smi every 200 ms; 0 without one.
+class _PeakSampler:
+    """Samples ``measure()`` on a thread while the ``with`` block runs; keeps the peak.
+    ``measure`` returns None when it can never work here (then sampling stops)."""
+
+    interval_s = 0.05
+
+    def __init__(self):
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def measure(self) -> int | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _run(self):
+        while not self._stop.is_set():
+            value = self.measure()
+            if value is None:
+                return
+            self.peak = max(self.peak, value)
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+class PeakGPUMemory(_PeakSampler):
+    """Peak used GPU memory (MiB, all GPUs summed) from nvidia-smi; 0 without one.
 
     nvidia-smi, not torch: this process must not create a CUDA context of its own."""
+
+    interval_s = 0.2
 
     def __init__(self):
         import shutil
 
-        self.peak = 0
+        super().__init__()
         self._smi = shutil.which("nvidia-smi")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self):
+    def measure(self) -> int | None:
         import subprocess
 
-        while self._smi and not self._stop.is_set():
-            try:
-                out = subprocess.run([self._smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                                     capture_output=True, text=True, timeout=5).stdout
-                self.peak = max(self.peak, sum(int(x) for x in out.split() if x.isdigit()))
-            except (OSError, subprocess.SubprocessError, ValueError):
-                return
-            self._stop.wait(0.2)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        if not self._smi:
+            return None
+        try:
+            out = subprocess.run([self._smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=5).stdout
+            return sum(int(x) for x in out.split() if x.isdigit())
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return None
 
 
-class PeakRSS:
-    """Peak resident memory of this process and all its descendants, sampled every 50 ms."""
+class PeakRSS(_PeakSampler):
+    """Peak resident memory (bytes) of this process and all its descendants."""
 
     def __init__(self):
         import psutil
 
+        super().__init__()
         self._proc = psutil.Process()
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self):
+    def measure(self) -> int | None:
         import psutil
 
-        while not self._stop.is_set():
-            total = 0
-            try:
-                for p in [self._proc, *self._proc.children(recursive=True)]:
-                    try:
-                        total += p.memory_info().rss
-                    except psutil.Error:
-                        pass
-            except psutil.Error:
-                pass
-            self.peak = max(self.peak, total)
-            self._stop.wait(0.05)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        total = 0
+        try:
+            for p in [self._proc, *self._proc.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass
+        except psutil.Error:
+            pass
+        return total
 
 
 @dataclass
