@@ -134,3 +134,18 @@ def test_bg_detaches_and_clears_a_stale_status(tmp_path):
     assert os.getsid(pid) == pid != os.getsid(0)
     assert wait_for_rc(str(res / "job.rc")) == "5"
     assert (res / "job.log").read_text() == "done\n"
+
+
+@pytest.mark.engine
+def test_run_campaign_reaches_hybridfuzz_and_leaves_its_log(site, tmp_path):
+    """gpu/run-campaign.sh on a machine without CUDA: the plumbing (site, snapshot, output dir,
+    fuzz.log) works and hybridfuzz refuses --engine gpu in one line with exit 3."""
+    sum_file, site_dir = site
+    out = tmp_path / "run"
+    r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "run-campaign.sh"), "/nonexistent", sum_file, "30s", str(out),
+                        "--eager-only"], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "VLLM_SITE": site_dir})
+    assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
+    log = (out / "fuzz.log").read_text()
+    assert "--engine gpu: this machine's vLLM has no CUDA device" in log
+    assert "Traceback" not in log
