@@ -54,7 +54,10 @@ def cmd_shrink(args) -> int:
             f"{result.seconds:.0f}s{'' if result.finished else ', budget ended'}); replayed on a fresh engine: "
             f"{'same signature' if same else confirm.verdict.status + ' ' + confirm.verdict.signature}.")
     final = with_observation(result.case, observation_of(confirm.verdict if same else result.verdict, confirm.trace.env))
-    final = final.replace(note=(final.note + " " if final.note else "") + note)
+    earlier = final.note.rstrip()
+    if earlier and not earlier.endswith("."):
+        earlier += "."
+    final = final.replace(note=(earlier + " " if earlier else "") + note)
     write_atomic(out, dump_case(final))
     print(f"{'minimal' if result.finished else 'smaller (budget ended)'}: {describe(result.case)} after "
           f"{len(result.accepted)} simplifications, {result.runs} engine runs, {result.seconds:.0f}s")
