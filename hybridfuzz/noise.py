@@ -18,7 +18,8 @@ from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, case_to_di
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
 
 
-def repeat_cases(n: int, dtypes: tuple[str, ...], backend: str | None, seed: int = 0) -> list[Case]:
+def repeat_cases(n: int, dtypes: tuple[str, ...], backend: str | None, seed: int = 0, chunked: bool = False) -> list[Case]:
+    """chunked: a small token budget per step, so the repeats' prompts are split at other places."""
     rnd = random.Random(seed)
     out = []
     for _ in range(n):
@@ -26,9 +27,11 @@ def repeat_cases(n: int, dtypes: tuple[str, ...], backend: str | None, seed: int
         p = [rnd.randrange(3, 512) for _ in range(rnd.choice([1, 3, 17, 64, 127, 130, 260]))]
         steps = [Generate([p, p], max_tokens=8, logprobs=20), Generate([p], max_tokens=8, logprobs=20)]
         caching = rnd.choice([None, True, False])
+        extra = {"max_num_batched_tokens": rnd.choice([64, 128, 200]), "enable_chunked_prefill": True} if chunked else {}
         for dtype in dtypes:
             out.append(Case(ModelSpec(layers=layers, seed=rnd.randint(0, 3)), steps,
-                            EngineConfig(kv_cache_dtype=dtype, attention_backend=backend, enable_prefix_caching=caching),
+                            EngineConfig(kv_cache_dtype=dtype, attention_backend=backend, enable_prefix_caching=caching,
+                                         extra=extra),
                             OracleSpec(checks=["health", "self_consistency"])))
     return out
 
@@ -61,13 +64,13 @@ def summarize(records) -> dict:
     """Per (kv dtype, attention backend, hit-vs-miss): pairs, max drift, flips, and how many the
     current self-consistency rule flags (on an engine with no bug, each one is a false alarm)."""
     from hybridfuzz.oracles.compare import compare_requests
-    from hybridfuzz.oracles.consistency import tolerance_for
+    from hybridfuzz.oracles.consistency import chunks_prompts, tolerance_for
 
     groups: dict[str, dict] = {}
     for case, trace in records:
         if trace.outcome != "ok":
             continue
-        device = trace.env.get("device", "cpu")
+        tol = tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
         first: dict = {}
         for idx, outputs in trace.generate_results():
             for prompt, res in zip(case.steps[idx].prompts, outputs):
@@ -76,13 +79,14 @@ def summarize(records) -> dict:
                     continue
                 a = first[tuple(prompt)]
                 hit = "hit-vs-miss" if a.num_cached_tokens != res.num_cached_tokens else "same-cache"
-                key = f"{case.engine.kv_cache_dtype} / {case.engine.attention_backend or 'default'} / {hit}"
+                chunks = "chunked" if case.engine.extra.get("max_num_batched_tokens") else "whole prompts"
+                key = f"{case.engine.kv_cache_dtype} / {case.engine.attention_backend or 'default'} / {chunks} / {hit}"
                 g = groups.setdefault(key, {"pairs": 0, "max_drift": 0.0, "flips": 0, "flagged": 0})
                 drift, flipped = pair_drift(a, res)
                 g["pairs"] += 1
                 g["max_drift"] = round(max(g["max_drift"], drift), 3)
                 g["flips"] += flipped
-                g["flagged"] += compare_requests(a, res, tolerance_for(device)) is not None
+                g["flagged"] += compare_requests(a, res, tol) is not None
     return dict(sorted(groups.items()))
 
 
@@ -93,11 +97,12 @@ def main() -> None:
     ap.add_argument("--attention-backend")
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chunked", action="store_true", help="small max_num_batched_tokens: prompts split into chunks")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     from hybridfuzz.engines.forkserver import ForkServer
 
-    cases = repeat_cases(a.cases, tuple(a.kv_dtypes.split(",")), a.attention_backend, a.seed)
+    cases = repeat_cases(a.cases, tuple(a.kv_dtypes.split(",")), a.attention_backend, a.seed, a.chunked)
     with ForkServer(workers=a.workers, timeout=600, warm=False) as host:
         traces = host.run_many(cases)
     with open(a.out, "w") as f:

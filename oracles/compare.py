@@ -26,7 +26,7 @@ class Tolerance:
 
 # Identical requests in one CPU engine: measured bit-identical logprobs across batch
 # shapes and prefix-cache hit/miss (README "Oracle calibration"); the seed-1 fault moves
-# 0.1+ nats. GPUs are not batch-invariant: oracles/consistency.py GPU_BATCH_VARIANCE.
+# 0.1+ nats. Other schedules (GPU, chunked prefill): oracles/consistency.py SCHEDULE_VARIANCE.
 EXACT = Tolerance(flip_margin=1e-3, drift=0.02)
 # Calibrated with `hybridfuzz calibrate` on 181 clean fp8-vs-auto requests (seeds 0, 1):
 # flip margins up to 2.4 nats, drift up to 3.1, one flip outside the top-5 with 4 of 5
