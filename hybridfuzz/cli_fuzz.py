@@ -47,7 +47,7 @@ def cmd_fuzz(args) -> int:
 
     try:
         budget = parse_duration(args.budget)
-        narrow_platform(detect_platform(), args)
+        platform = narrow_platform(detect_platform(), args)
     except ValueError as e:
         print(f"hybridfuzz: {e}", file=sys.stderr)
         return 2
@@ -59,7 +59,6 @@ def cmd_fuzz(args) -> int:
     if args.known is None and in_checkout:
         args.known = ["corpus"]
     console = Console(stderr=True)
-    platform = narrow_platform(detect_platform(), args)
     if args.engine == "gpu" and platform.device != "cuda":
         print("hybridfuzz: --engine gpu: this machine's vLLM has no CUDA device", file=sys.stderr)
         return 3

@@ -45,48 +45,29 @@ def load_records(path: str) -> list[tuple[Case, "Trace"]]:
         return [(case_from_dict(r["case"]), Trace.from_dict(r["trace"])) for r in json.load(f)]
 
 
-def pair_drift(a, b) -> tuple[float, bool]:
-    """Largest |logprob difference| of shared top-k tokens before the first differing token; flipped?"""
-    from hybridfuzz.oracles.compare import _lp
-
-    drift = 0.0
-    for pos in range(min(len(a.tokens), len(b.tokens))):
-        if a.tokens[pos] != b.tokens[pos]:
-            return drift, True
-        for t, lpa in a.logprobs[pos]:
-            lpb = _lp(b.logprobs[pos], int(t))
-            if lpb is not None:
-                drift = max(drift, abs(lpa - lpb))
-    return drift, False
-
-
 def summarize(records) -> dict:
-    """Per (kv dtype, attention backend, hit-vs-miss): pairs, max drift, flips, and how many the
+    """Per (kv dtype, attention backend, chunked or not, cache hit vs miss): pairs, max drift, flips, and how many the
     current self-consistency rule flags (on an engine with no bug, each one is a false alarm)."""
+    from hybridfuzz.calibrate import measure
     from hybridfuzz.oracles.compare import compare_requests
-    from hybridfuzz.oracles.consistency import chunks_prompts, tolerance_for
+    from hybridfuzz.oracles.consistency import chunks_prompts, repeated_pairs, tolerance_for
 
     groups: dict[str, dict] = {}
     for case, trace in records:
         if trace.outcome != "ok":
             continue
-        tol = tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
-        first: dict = {}
-        for idx, outputs in trace.generate_results():
-            for prompt, res in zip(case.steps[idx].prompts, outputs):
-                if tuple(prompt) not in first:
-                    first[tuple(prompt)] = res
-                    continue
-                a = first[tuple(prompt)]
-                hit = "hit-vs-miss" if a.num_cached_tokens != res.num_cached_tokens else "same-cache"
-                chunks = "chunked" if case.engine.extra.get("max_num_batched_tokens") else "whole prompts"
-                key = f"{case.engine.kv_cache_dtype} / {case.engine.attention_backend or 'default'} / {chunks} / {hit}"
-                g = groups.setdefault(key, {"pairs": 0, "max_drift": 0.0, "flips": 0, "flagged": 0})
-                drift, flipped = pair_drift(a, res)
-                g["pairs"] += 1
-                g["max_drift"] = round(max(g["max_drift"], drift), 3)
-                g["flips"] += flipped
-                g["flagged"] += compare_requests(a, res, tol) is not None
+        chunked = chunks_prompts(case)
+        tol = tolerance_for(trace.env.get("device", "cpu"), chunked)
+        for _, _, a, _, _, res, _ in repeated_pairs(case, trace):
+            hit = "hit-vs-miss" if a.num_cached_tokens != res.num_cached_tokens else "same-cache"
+            key = (f"{case.engine.kv_cache_dtype} / {case.engine.attention_backend or 'default'} / "
+                   f"{'chunked' if chunked else 'whole prompts'} / {hit}")
+            g = groups.setdefault(key, {"pairs": 0, "max_drift": 0.0, "flips": 0, "flagged": 0})
+            drift, flip_margin = measure(a, res)
+            g["pairs"] += 1
+            g["max_drift"] = round(max(g["max_drift"], drift), 3)
+            g["flips"] += flip_margin is not None
+            g["flagged"] += compare_requests(a, res, tol) is not None
     return dict(sorted(groups.items()))
 
 

@@ -38,11 +38,10 @@ def _describe(case: Case, step_idx: int) -> str:
     return f"step {step_idx}" + (f" (after {', '.join(before)})" if before else "")
 
 
-def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None) -> Verdict:
-    """tol: default ``tolerance_for`` the trace's device."""
-    tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
+def repeated_pairs(case: Case, trace: Trace):
+    """Each later run of an identical request (same prompt, same max_tokens), with its first run:
+    (first step, first request index, first result, later step, later request index, later result, prompt)."""
     first: dict[tuple, tuple[int, int, object]] = {}
-    compared = 0
     for idx, outputs in trace.generate_results():
         step = case.steps[idx]
         assert isinstance(step, Generate)
@@ -51,16 +50,23 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
             if key not in first:
                 first[key] = (idx, r, result)
                 continue
-            fidx, fr, ref = first[key]
-            compared += 1
-            m = compare_requests(ref, result, tol)  # type: ignore[arg-type]
-            if m:
-                cached = f"cached tokens {ref.num_cached_tokens} vs {result.num_cached_tokens}"  # type: ignore[attr-defined]
-                first_req = fidx == trace.generate_results()[0][0]
-                symptom = "first-request-differs" if first_req else "repeat-differs"
-                return Verdict(
-                    "divergence", "self_consistency",
-                    f"identical prompt (len {len(prompt)}) gave different output: step {fidx} req {fr} vs {_describe(case, idx)} req {r}, from token {m.position}",
-                    [f"earlier: {m.a_tokens}", f"later:   {m.b_tokens}", f"why: {m.reason}", cached],
-                    symptom=symptom, where="token0" if m.position == 0 else "token1+")
+            yield (*first[key], idx, r, result, prompt)
+
+
+def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None) -> Verdict:
+    """tol: default ``tolerance_for`` the trace's device."""
+    tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
+    compared = 0
+    for fidx, fr, ref, idx, r, result, prompt in repeated_pairs(case, trace):
+        compared += 1
+        m = compare_requests(ref, result, tol)  # type: ignore[arg-type]
+        if m:
+            cached = f"cached tokens {ref.num_cached_tokens} vs {result.num_cached_tokens}"  # type: ignore[attr-defined]
+            first_req = fidx == trace.generate_results()[0][0]
+            symptom = "first-request-differs" if first_req else "repeat-differs"
+            return Verdict(
+                "divergence", "self_consistency",
+                f"identical prompt (len {len(prompt)}) gave different output: step {fidx} req {fr} vs {_describe(case, idx)} req {r}, from token {m.position}",
+                [f"earlier: {m.a_tokens}", f"later:   {m.b_tokens}", f"why: {m.reason}", cached],
+                symptom=symptom, where="token0" if m.position == 0 else "token1+")
     return Verdict("pass", "self_consistency", f"{compared} repeated requests agree")
