@@ -22,6 +22,10 @@ def narrow_platform(platform, args):
                   getattr(args, "eager_only", False))
 
 
+def _seconds(value) -> str:
+    return "none" if value is None else f"{value}s"
+
+
 def add_narrowing(p) -> None:
     p.add_argument("--kv-dtypes", help="only these KV dtypes (comma-separated; 'auto' stays the reference), e.g. fp8,fp8_e5m2")
     p.add_argument("--attention-backends", help="only these attention backends (comma-separated), e.g. TRITON_ATTN")
@@ -79,7 +83,7 @@ def cmd_fuzz(args) -> int:
         stats = loop.run()
     summary = loop.write_summary()
     console.print(f"done: {summary['cases']} cases in {summary['elapsed_s']}s; {summary['findings']} new findings; "
-                  f"time to first finding {summary['time_to_first_finding_s']}s; shrinking {summary['shrink_s']}s; "
+                  f"time to first finding {_seconds(summary['time_to_first_finding_s'])}; shrinking {summary['shrink_s']}s; "
                   f"not replayed {summary['not_replayed']}")
     for f in summary["finding_list"]:
         console.print(f"  {f['signature']}: {f['path']}\n    {f['summary']}", highlight=False)
