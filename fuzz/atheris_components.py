@@ -15,7 +15,9 @@ import sys
 
 import atheris
 
-import hybridfuzz  # noqa: F401  (guard before vLLM)
+from hybridfuzz import _guard
+
+_guard.install()  # torchvision guard before vLLM
 
 with atheris.instrument_imports(include=["vllm.v1.core.kv_cache_utils", "vllm.v1.core.block_pool", "vllm.v1.kv_cache_interface",
                                          "vllm.v1.worker.utils", "vllm.v1.attention.backends.triton_attn",

@@ -8,7 +8,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-import hybridfuzz  # noqa: F401  (torchvision guard before vLLM)
+from hybridfuzz import _guard
+
+_guard.install()  # torchvision guard before vLLM, here and in the engines the targets start
 
 settings.register_profile("ci", max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
 settings.register_profile("nightly", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)

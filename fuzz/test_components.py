@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.errors import InvalidArgument
 
-import hybridfuzz  # noqa: F401
 from hybridfuzz.vllm_facts import vllm_version
 
 try:

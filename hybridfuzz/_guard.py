@@ -11,6 +11,12 @@ API server); ``hybridfuzz/_site`` holds a ``sitecustomize`` that applies the sam
 guard, and ``install()`` puts it on PYTHONPATH so only processes started from a
 hybridfuzz process see it. The user's site-packages is never touched.
 Set HYBRIDFUZZ_ALLOW_VISION=1 to leave the packages importable.
+
+Nothing happens on import: vLLM imports the hybridfuzz package in every engine
+process of the environment (the fault plugin's entry point), and those must stay
+untouched. ``install()`` is called by hybridfuzz's own entry points (the CLI, the
+fork server, the naive-path child, the ``vllm serve`` launcher, the test
+conftests); ``block_here()`` by library code that imports vLLM in-process.
 """
 import os
 import sys
@@ -47,5 +53,3 @@ def install() -> None:
     if SITE_DIR not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([SITE_DIR, *parts])
 
-
-install()

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from hybridfuzz import _guard
+
+    _guard.install()  # torchvision guard for this process and the engines it starts (never on import)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -13,7 +13,9 @@ import typing
 @functools.lru_cache(maxsize=None)
 def _cache_module():
     try:
-        import hybridfuzz  # noqa: F401  (torchvision guard before vLLM imports transformers)
+        from hybridfuzz import _guard
+
+        _guard.block_here()  # torchvision guard before vLLM imports transformers
         from vllm.config import cache
     except Exception:  # vLLM missing or broken: callers degrade to no check
         return None

@@ -80,7 +80,9 @@ def declared_kv_dtypes() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=None)
 def detect_platform() -> Platform:
-    import hybridfuzz  # noqa: F401
+    from hybridfuzz import _guard
+
+    _guard.block_here()  # torchvision guard before vLLM
     from vllm.platforms import current_platform
 
     from hybridfuzz import vllm_facts

@@ -1,7 +1,9 @@
 """Shared fixtures for tests of the tool itself."""
 import pytest
 
-import hybridfuzz  # noqa: F401  (torchvision guard before vLLM)
+from hybridfuzz import _guard
+
+_guard.install()  # torchvision guard before vLLM, here and in the engines the tests start
 
 
 @pytest.fixture(scope="session")

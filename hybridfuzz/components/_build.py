@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-import hybridfuzz  # noqa: F401  (torchvision guard before vLLM)
+from hybridfuzz import _guard
+
+_guard.block_here()  # torchvision guard before vLLM
 
 
 class LayoutRejected(Exception):

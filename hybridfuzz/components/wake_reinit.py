@@ -24,8 +24,9 @@ CANDIDATES = ("init_fp8_kv_scales", "_init_fp8_kv_scales", "post_kv_cache_wake_u
 
 
 def find_paths() -> list[tuple[type, str]]:
-    import hybridfuzz  # noqa: F401
+    from hybridfuzz import _guard
 
+    _guard.block_here()  # torchvision guard before vLLM
     found = []
     for spec in RUNNERS:
         mod, cls = spec.split(":")

@@ -485,7 +485,9 @@ def parse_completion(resp: dict, prompt_len: int) -> RequestResult:
 def _serve_main(argv: list[str]) -> None:
     import importlib.metadata as md
 
-    import hybridfuzz  # noqa: F401  (torchvision guard before vLLM imports transformers)
+    from hybridfuzz import _guard
+
+    _guard.install()  # torchvision guard before vLLM imports transformers, here and in its children
 
     original = md.version
 
