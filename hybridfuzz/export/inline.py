@@ -1,0 +1,287 @@
+"""Copy hybridfuzz code into a standalone script by source, so the script and the tool share one rule.
+
+A reproducer template (``reproducer_engine.py``, ``reproducer_component.py``) is a
+real module: it imports what it needs from hybridfuzz between two marker lines.
+``inline_template`` replaces that block with the source of those objects and of
+everything they use from hybridfuzz, found by walking their code:
+
+* functions and classes defined in a hybridfuzz module: their source, verbatim
+  (``inspect.getsource``); a ``from hybridfuzz.x import y`` inside a copied
+  function is followed and the import line dropped;
+* module constants: their value as a Python literal (numbers, strings, tuples,
+  lists, dicts, compiled regexes, instances of copied dataclasses, field by field,
+  so no field can be forgotten);
+* anything else the copied code names (``math``, ``dataclass``, ``defaultdict``...)
+  must be bound at the top of the template: checked here, one error line if not.
+
+Definitions come out in dependency order (a default argument or a constant
+built from a class needs its class first). Two different objects of one name, or a
+copied name that the template also defines, are errors: nothing is renamed.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import math
+import re
+import sys
+import textwrap
+from typing import Any
+
+BEGIN = "# >>> hybridfuzz-inline"
+END = "# <<< hybridfuzz-inline"
+DATA_BEGIN = "# >>> hybridfuzz-data"
+DATA_END = "# <<< hybridfuzz-data"
+PACKAGE = "hybridfuzz"
+
+
+class InlineError(ValueError):
+    """The template or the code it names cannot be made standalone; str() is one line."""
+
+
+def literal(value: Any) -> str:
+    """Python source that evaluates to value (JSON-like data, regexes, dataclass instances)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "float('nan')"
+        if math.isinf(value):
+            return "float('inf')" if value > 0 else "float('-inf')"
+        return repr(value)
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return repr(value)
+    if isinstance(value, tuple):
+        return "(" + ", ".join(literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, (set, frozenset)):
+        inner = ", ".join(literal(v) for v in sorted(value, key=repr))
+        return f"{type(value).__name__}([{inner}])"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, re.Pattern):
+        return f"re.compile({value.pattern!r}, {int(value.flags)})"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        args = ", ".join(f"{f.name}={literal(getattr(value, f.name))}" for f in dataclasses.fields(value) if f.init)
+        return f"{type(value).__name__}({args})"
+    raise InlineError(f"cannot write a {type(value).__name__} as a literal")
+
+
+def _is_ours(obj: Any) -> bool:
+    mod = getattr(obj, "__module__", None) or ""
+    return mod == PACKAGE or mod.startswith(PACKAGE + ".")
+
+
+def _unwrap(obj: Any) -> Any:
+    return inspect.unwrap(obj) if callable(obj) and not isinstance(obj, type) else obj
+
+
+def _source(obj: Any) -> str:
+    return textwrap.dedent(inspect.getsource(obj)).rstrip() + "\n"
+
+
+def _annotation_nodes(tree: ast.AST) -> set[int]:
+    """ids of AST nodes inside annotations (never evaluated under ``from __future__ import annotations``)."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        anns = []
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            anns.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            anns.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            anns.append(node.annotation)
+        for a in anns:
+            skip |= {id(n) for n in ast.walk(a)}
+    return skip
+
+
+@dataclasses.dataclass
+class _Def:
+    name: str
+    obj: Any
+    source: str
+    deps: list[str]
+
+
+class _Walker:
+    def __init__(self, provided: set[str]):
+        self.provided = provided  # names the template binds itself (imports, its own defs)
+        self.defs: dict[str, _Def] = {}
+        self.order: list[str] = []
+        self.missing: dict[str, str] = {}  # external name -> who needs it
+
+    def add(self, name: str, obj: Any, needed_by: str) -> None:
+        if name in self.defs:
+            if self.defs[name].obj is not obj and _unwrap(self.defs[name].obj) is not _unwrap(obj):
+                raise InlineError(f"two different objects named {name!r} are needed ({needed_by} and an earlier one)")
+            return
+        if inspect.isfunction(_unwrap(obj)) or inspect.isclass(obj):
+            self._add_code(name, obj)
+        elif dataclasses.is_dataclass(obj) and _is_ours(type(obj)):
+            cls = type(obj)
+            self.defs[name] = _Def(name, obj, f"{name} = {literal(obj)}\n", [])
+            self.add(cls.__name__, cls, name)
+            self.defs[name].deps.append(cls.__name__)
+            self._note_externals(literal(obj), name)
+            self.order.append(name)
+        else:
+            try:
+                text = literal(obj)
+            except InlineError as e:
+                raise InlineError(f"{name} (used by {needed_by}): {e}") from None
+            self.defs[name] = _Def(name, obj, f"{name} = {text}\n", [])
+            self._note_externals(text, name)
+            self.order.append(name)
+
+    def _note_externals(self, text: str, who: str) -> None:
+        if "re.compile(" in text and "re" not in self.provided:
+            self.missing.setdefault("re", who)
+
+    def _add_code(self, name: str, obj: Any) -> None:
+        src = _source(obj)
+        module = sys.modules[_unwrap(obj).__module__]
+        tree = ast.parse(src)
+        drop: list[tuple[int, int, int]] = []  # (first line, last line, indent) of inner hybridfuzz imports
+        deps: list[str] = []
+        self.defs[name] = _Def(name, obj, "", deps)  # placeholder: recursion and cycles see it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names):
+                raise InlineError(f"{name} imports a hybridfuzz module inside its body; use 'from hybridfuzz.x import name'")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE:
+                inner = sys.modules.get(node.module) or __import__(node.module, fromlist=["_"])
+                for alias in node.names:
+                    value = getattr(inner, alias.name)
+                    if inspect.ismodule(value):
+                        raise InlineError(f"{name} imports the module {node.module}.{alias.name}; name what it uses instead")
+                    self.add(alias.asname or alias.name, value, name)
+                    deps.append(alias.asname or alias.name)
+                drop.append((node.lineno, node.end_lineno or node.lineno, node.col_offset))
+        skip = _annotation_nodes(tree)
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip}
+        bound_here = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        bound_here |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
+                       for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *filter(None, [n.vararg, n.kwarg])]}
+        for ref in sorted(names):
+            if ref == name or ref in deps:
+                continue
+            if ref not in vars(module):
+                continue  # a builtin, or a local name of the copied code
+            value = vars(module)[ref]
+            if ref in bound_here:
+                continue  # a local of the copied code (Python scoping: assigned anywhere = local there)
+            if inspect.ismodule(value) or not _is_ours(value) and (callable(value) or not _is_plain(value)):
+                if ref not in self.provided:
+                    self.missing.setdefault(ref, name)
+                continue
+            if _is_ours(value) or _is_plain(value) or (dataclasses.is_dataclass(value) and _is_ours(type(value))):
+                self.add(ref, value, name)
+                deps.append(ref)
+        lines = src.splitlines(keepends=True)
+        for first, last, col in sorted(drop, reverse=True):
+            lines[first - 1:last] = [" " * col + "pass  # (hybridfuzz import: inlined above)\n"]
+        self.defs[name].source = "".join(lines)
+        self.order.append(name)
+
+    def emit(self) -> str:
+        done: set[str] = set()
+        out: list[str] = []
+
+        def visit(n: str, stack: tuple[str, ...]) -> None:
+            if n in done or n in stack:
+                return
+            for d in self.defs[n].deps:
+                visit(d, stack + (n,))
+            done.add(n)
+            out.append(self.defs[n].source)
+
+        for n in self.order:
+            visit(n, ())
+        return "\n\n\n".join(x.rstrip() + "\n" for x in out)
+
+
+def _is_plain(value: Any) -> bool:
+    try:
+        literal(value)
+        return not dataclasses.is_dataclass(value)
+    except InlineError:
+        return False
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """Top-level names a module binds: imports, defs, classes, assignments, for-loop targets."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
+def _block(text: str, begin: str, end: str, what: str) -> tuple[int, int]:
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(begin)]
+    ends = [i for i, ln in enumerate(lines) if ln.startswith(end)]
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        raise InlineError(f"template: expected one {what} block between {begin!r} and {end!r}")
+    return starts[0], ends[0]
+
+
+def imported_objects(block: str) -> list[tuple[str, Any]]:
+    """(name, object) for each ``from hybridfuzz... import a, b`` line of an inline block."""
+    out = []
+    for node in ast.parse(textwrap.dedent(block)).body:
+        if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(PACKAGE):
+            raise InlineError(f"template: the inline block may only hold 'from hybridfuzz... import ...' lines, got line {node.lineno}")
+        mod = __import__(node.module, fromlist=["_"])
+        out += [(a.asname or a.name, getattr(mod, a.name)) for a in node.names]
+    return out
+
+
+def inline_template(template: str, data: str, extra_roots: list[tuple[str, Any]] = ()) -> str:
+    """The template with its inline block replaced by copied source and its data block by ``data``;
+    ``extra_roots`` (name, object) are copied too, replacing a template import of the same name."""
+    b0, b1 = _block(template, BEGIN, END, "inline")
+    d0, d1 = _block(template, DATA_BEGIN, DATA_END, "data")
+    lines = template.splitlines(keepends=True)
+    roots = dict(imported_objects("".join(lines[b0 + 1:b1])))
+    roots.update(dict(extra_roots))  # a root of the same name replaces the template's stand-in
+    rest = "".join(lines[:b0] + lines[b1 + 1:])
+    own = _bound_names(ast.parse(rest))
+    walker = _Walker(provided=own)
+    for name, obj in roots.items():
+        walker.add(name, obj, "the template")
+    clash = sorted(own & set(walker.defs))
+    if clash:
+        raise InlineError(f"template defines {clash[0]!r}, which the copied hybridfuzz code defines too")
+    if walker.missing:
+        name, who = sorted(walker.missing.items())[0]
+        raise InlineError(f"copied code ({who}) needs {name!r}: import it at the top of the template")
+    copied = walker.emit()
+    header = f"# ---- copied by hybridfuzz export from hybridfuzz's own source ({len(walker.defs)} definitions); do not edit\n"
+    out: list[str] = []
+    for i, ln in enumerate(lines):
+        if i == b0:
+            out.append(header + copied.rstrip() + "\n# ---- end of copied code\n")
+        elif i == d0:
+            out.append(data.rstrip() + "\n")
+        elif not (b0 < i <= b1 or d0 < i <= d1):
+            out.append(ln)
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=None)
+def template_text(module_name: str) -> str:
+    """A template module's file text, read without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        raise InlineError(f"no template module {module_name}")
+    with open(spec.origin, encoding="utf-8") as f:
+        return f.read()
