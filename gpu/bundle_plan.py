@@ -1,0 +1,138 @@
+"""What must ride along with vLLM X to an offline GPU host, derived from the release's own metadata.
+
+    python3 gpu/bundle_plan.py VLLM_VERSION [--host-spec gpu/host-spec.txt] [--explain]
+
+prints one ``name==version`` per line: the wheels make-bundle.sh downloads (--no-deps) beside vLLM.
+
+How: uv resolves the host's own packages (gpu/host-spec.txt: what the host has installed) to a
+pinned closure H, then resolves ``vllm==X`` for the host's interpreter and platform with H as
+preferences (uv keeps a pinned version of its output file when it still fits). Everything in
+that closure that H lacks, or holds at another version, rides along, except:
+  - a CUDA library the host has at the same major version (CUDA's minor-version compatibility;
+    NCCL is not covered by it and always rides when it differs),
+  - JIT toolchains and media stacks the engines here never load (NEVER below).
+No table per vLLM version: a new release brings its own pins.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON, PLATFORM = "3.12", "x86_64-manylinux_2_28"
+
+# Never shipped, whatever a release pins: hybridfuzz runs vLLM with VLLM_USE_FLASHINFER_SAMPLER=0 and
+# gdn_prefill_backend=triton (no FlashInfer JIT, no CUTLASS DSL kernels), and hides torchaudio/torchcodec.
+NEVER = {
+    "nvidia-cutlass-dsl": "CUTLASS DSL kernels: GDN prefill runs on Triton here",
+    "nvidia-cutlass-dsl-libs-base": "CUTLASS DSL", "nvidia-cutlass-dsl-libs-core": "CUTLASS DSL",
+    "nvidia-cutlass-dsl-libs-cu12": "CUTLASS DSL", "nvidia-cutlass-dsl-libs-cu13": "CUTLASS DSL",
+    "nvidia-cuda-nvcc": "CUDA compiler for FlashInfer JIT (its sampler is off)", "nvidia-cuda-crt": "CUDA compiler",
+    "nvidia-nvvm": "CUDA compiler", "nvidia-cuda-cccl": "CUDA compiler headers", "nvidia-cuda-nvdisasm": "CUDA compiler",
+    "torchaudio": "audio inputs (hidden by hybridfuzz's guard)", "torchcodec": "video inputs (hidden by hybridfuzz's guard)",
+}
+ALWAYS_EXACT = ("nvidia-nccl-",)  # not a CUDA toolkit library: torch calls NCCL APIs of the version it pins
+
+
+@dataclass(frozen=True)
+class Decision:
+    name: str
+    version: str
+    ride: bool
+    why: str
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_pins(text: str) -> dict[str, str]:
+    """``name==version`` lines (uv pip compile output) -> {normalized name: version}."""
+    out = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        m = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;]+)", line)
+        if m:
+            out[norm(m.group(1))] = m.group(2)
+    return out
+
+
+def _major(version: str) -> str:
+    return version.split(".", 1)[0]
+
+
+def decide(host: dict[str, str], closure: dict[str, str], vllm: str = "vllm") -> list[Decision]:
+    """One decision per package of vLLM's closure (vLLM itself excluded: it is bundled as a tree)."""
+    out = []
+    for name, version in sorted(closure.items()):
+        if name == norm(vllm):
+            continue
+        have = host.get(name)
+        if name in NEVER:
+            out.append(Decision(name, version, False, f"never bundled: {NEVER[name]}"))
+        elif have == version:
+            out.append(Decision(name, version, False, "the host has it"))
+        elif have and name.startswith("nvidia-") and not name.startswith(ALWAYS_EXACT) and _major(have) == _major(version):
+            out.append(Decision(name, version, False, f"the host's {have} (same CUDA major)"))
+        elif have:
+            out.append(Decision(name, version, True, f"the host has {have}"))
+        else:
+            out.append(Decision(name, version, True, "the host lacks it"))
+    return out
+
+
+def _uv() -> str:
+    import shutil
+
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:
+        import uv
+
+        return uv.find_uv_bin()
+    except ImportError:
+        sys.exit("bundle_plan.py: needs uv (python3 -m pip install uv)")
+
+
+def compile_pins(requirements: str, prefer: dict[str, str] | None = None) -> dict[str, str]:
+    """uv's resolution of requirements for the host's Python and platform, preferring the given pins."""
+    with tempfile.TemporaryDirectory() as d:
+        req, out = os.path.join(d, "req.in"), os.path.join(d, "out.txt")
+        with open(req, "w") as f:
+            f.write(requirements)
+        with open(out, "w") as f:
+            f.write("".join(f"{n}=={v}\n" for n, v in (prefer or {}).items()))
+        r = subprocess.run([_uv(), "pip", "compile", req, "-o", out, "-q", "--no-header", "--no-annotate",
+                            "--python-version", PYTHON, "--python-platform", PLATFORM], capture_output=True, text=True)
+        if r.returncode != 0:
+            lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+            sys.exit(f"bundle_plan.py: cannot resolve {requirements.strip()!r}: {lines[-1] if lines else r.returncode}")
+        with open(out) as f:
+            return parse_pins(f.read())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("version")
+    ap.add_argument("--host-spec", default=os.path.join(HERE, "host-spec.txt"))
+    ap.add_argument("--explain", action="store_true", help="every package of the closure and why it rides or stays (stderr)")
+    args = ap.parse_args(argv)
+    with open(args.host_spec) as f:
+        host = compile_pins(f.read())
+    closure = compile_pins(f"vllm=={args.version}\n", prefer=host)
+    for d in decide(host, closure):
+        if args.explain:
+            print(f"{'ride' if d.ride else 'stay'}  {d.name}=={d.version}: {d.why}", file=sys.stderr)
+        if d.ride:
+            print(f"{d.name}=={d.version}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

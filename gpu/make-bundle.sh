@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Build an offline vLLM wheelhouse for the GPU host (Python 3.12, x86-64, CUDA 13 driver,
+# torch 2.11 preinstalled; gpu/host-spec.txt), for ANY vLLM release, split into parts small
+# enough to copy over a size-limited channel.
+#
+#   gpu/make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]
+#
+# What rides along is derived from the release's own metadata by gpu/bundle_plan.py (uv resolves
+# vllm==X for the host, preferring the host's own versions); OUT_DIR/plan.txt records it and
+# OUT_DIR/plan-explained.txt says why each package rides or stays. OUT_DIR gets parts/part-NN
+# (<= PART_MB MiB each, default 61), SHA256 and install-on-host.sh. On the host: gpu/hf.sh or
+# install-on-host.sh PARTS SHA256 TARGET.
+set -euo pipefail
+usage="usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]"
+ver=${1:?$usage}
+out=${2:?$usage}
+part_mb=${3:-61}
+case $part_mb in ''|*[!0-9]*) echo "make-bundle.sh: PART_MB must be a whole number of MiB, got '$part_mb'" >&2; exit 2 ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+t0=$(date +%s)
+
+dl() {  # wheels for the GPU host's interpreter, never their dependencies (the plan is the closure)
+  python3 -m pip download -q --no-deps --only-binary=:all: \
+    --python-version 3.12 --implementation cp \
+    --platform manylinux_2_35_x86_64 --platform manylinux_2_34_x86_64 \
+    --platform manylinux_2_31_x86_64 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
+    --platform manylinux_2_18_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 --platform linux_x86_64 --platform any -d "$work/$1" "${@:2}" 2>&1 \
+    | grep -v "^WARNING: Location" >&2 || true
+}
+
+mkdir -p "$out"
+echo "planning vLLM $ver against $here/host-spec.txt ..."
+python3 "$here/bundle_plan.py" "$ver" --explain > "$out/plan.txt" 2> "$out/plan-explained.txt" || {
+  cat "$out/plan-explained.txt" >&2; exit 2; }
+echo "  $(wc -l < "$out/plan.txt") wheels ride along: $(grep -E '^(torch|triton|flashinfer-python|nvidia-nccl[^=]*)==' "$out/plan.txt" | tr '\n' ' ')"
+
+echo "downloading vLLM $ver and the planned wheels ..."
+dl vllm "vllm==$ver"
+ls "$work"/vllm/vllm-*.whl > /dev/null 2>&1 || { echo "make-bundle.sh: no vllm==$ver wheel for Python 3.12 x86-64" >&2; exit 2; }
+dl whl -r "$out/plan.txt"
+want=$(wc -l < "$out/plan.txt"); got=$(ls "$work"/whl | wc -l)
+if [ "$got" -lt "$want" ]; then echo "make-bundle.sh: downloaded $got of $want planned wheels" >&2; exit 1; fi
+
+echo "slimming vLLM (drops FlashAttention-2, the Rust frontend and C++ headers) ..."
+mkdir -p "$work/tree"
+(cd "$work/tree" && unzip -q "$work"/vllm/vllm-*.whl)
+rm -f "$work/tree/vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so" "$work/tree/vllm/vllm-rs"
+rm -rf "$work/tree/vllm/third_party/deep_gemm/include" "$work/tree/vllm/third_party/fmha_sm100/cutlass"
+tar -C "$work/tree" -cf - . | xz -T0 -6 > "$work/vllm-tree.tar.xz"
+
+echo "packing ..."
+tar -C "$work" -cf "$work/bundle.tar" whl vllm-tree.tar.xz
+mkdir -p "$out/parts"
+rm -f "$out"/parts/part-*
+split -b "${part_mb}M" -d -a 3 "$work/bundle.tar" "$out/parts/part-"
+(cd "$work" && sha256sum bundle.tar | cut -d' ' -f1) > "$out/SHA256"
+cp "$here/install-on-host.sh" "$out/"
+echo "vLLM $ver bundle: $(ls "$out/parts" | wc -l) parts in $out/parts ($(du -sh "$out/parts" | cut -f1)), $(( $(date +%s) - t0 )) s"

