@@ -15,6 +15,7 @@ class ErrorInfo:
     type: str
     message: str
     where: str = ""  # innermost vLLM frame, "file:line in function"
+    phase: str = ""  # "config" when configuration-checking code raised it (engines/base.py)
 
     def one_line(self) -> str:
         msg = self.message.strip().splitlines()[0] if self.message.strip() else ""
@@ -48,6 +49,10 @@ class Trace:
     timings: dict[str, float] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     log_tail: str = ""
+    # Persistent mode (engines/offline.py EngineRun): how many cases this engine ran before
+    # this one, and the steps the host ran between them (e.g. wake_up, reset_prefix_cache).
+    warm_cases: int = 0
+    prelude: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -65,7 +70,8 @@ class Trace:
             for s in d.get("steps", [])
         ]
         return cls(outcome=d["outcome"], steps=steps, error=err(d.get("error")), engine_settings=d.get("engine_settings", {}),
-                   timings=d.get("timings", {}), env=d.get("env", {}), log_tail=d.get("log_tail", ""))
+                   timings=d.get("timings", {}), env=d.get("env", {}), log_tail=d.get("log_tail", ""),
+                   warm_cases=d.get("warm_cases", 0), prelude=list(d.get("prelude", [])))
 
     def generate_results(self) -> list[tuple[int, list[RequestResult]]]:
         return [(s.index, s.outputs) for s in self.steps if s.kind == "generate" and s.error is None]

@@ -12,8 +12,14 @@ server and its children run with OMP_NUM_THREADS=1 (parallelism comes from
 running several children at once instead). On CUDA the server never touches the
 GPU before forking: each child initialises CUDA itself.
 
+Persistent mode: a request carries a *session*, several cases that share model and
+engine; the child starts one engine and runs them one after another
+(``offline.run_session``), so an engine start serves many cases. A child streams
+its progress to a file: a child that hangs is killed when it has made no progress
+for ``timeout`` seconds, and the Trace names the step it hung in.
+
 Protocol: a socketpair carrying ``multiprocessing.connection`` messages:
-``("run", id, case_yaml, timeout)`` -> ``(id, trace_dict)``; ``("stop",)``.
+``("run", id, [case_yaml, ...], timeout)`` -> ``(id, [trace_dict, ...])``; ``("stop",)``.
 """
 from __future__ import annotations
 
@@ -28,15 +34,14 @@ import time
 from multiprocessing.connection import Connection
 
 from hybridfuzz.case import Case, dump_case
+from hybridfuzz.engines.base import BASE_ENV
 from hybridfuzz.trace import ErrorInfo, Trace
 
 SERVER_ENV = {
+    **BASE_ENV,
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # engine core in the child itself: no second spawn per case
     "OMP_NUM_THREADS": "1",
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    "VLLM_ALLOW_INSECURE_SERIALIZATION": "1",
     "TORCHINDUCTOR_COMPILE_THREADS": "1",
-    "TOKENIZERS_PARALLELISM": "false",
 }
 
 
@@ -77,26 +82,47 @@ class ForkServer:
         self.start_seconds = time.perf_counter() - t0
         self.server_info = hello
 
-    def run_many(self, cases: list[Case], timeout: float | None = None) -> list[Trace]:
+    def _submit(self, cases: list[Case], timeout: float | None) -> int:
+        assert self._conn is not None
+        self._next_id += 1
+        self._conn.send(("run", self._next_id, [dump_case(c) for c in cases], float(timeout or self.timeout)))
+        return self._next_id
+
+    def run_sessions(self, sessions: list[list[Case]], timeout: float | None = None) -> list[list[Trace]]:
+        """Each session on one engine (persistent mode), all sessions at once up to ``workers``.
+
+        A session that stopped early (a case left its engine unusable) goes on with the rest of
+        its cases on a fresh engine, so every case gets exactly one Trace.
+        """
         self.start()
         assert self._conn is not None
-        ids = []
-        for case in cases:
-            self._next_id += 1
-            ids.append(self._next_id)
-            self._conn.send(("run", self._next_id, dump_case(case), float(timeout or self.timeout)))
-        results: dict[int, Trace] = {}
-        while len(results) < len(ids):
+        out: list[list[Trace]] = [[] for _ in sessions]
+        pending: dict[int, tuple[int, list[Case]]] = {}
+        for i, cases in enumerate(sessions):
+            if cases:
+                pending[self._submit(cases, timeout)] = (i, cases)
+        while pending:
             try:
                 rid, data = self._conn.recv()
             except (EOFError, OSError):
                 self._proc = None
                 err = ErrorInfo("ForkServerDied", "the fork server itself died; it is restarted for the next case")
-                for i in ids:
-                    results.setdefault(i, Trace(outcome="crash", error=err))
+                for i, cases in pending.values():
+                    out[i].extend(Trace(outcome="crash", error=err) for _ in cases)
                 break
-            results[rid] = Trace.from_dict(data)
-        return [results[i] for i in ids]
+            i, cases = pending.pop(rid)
+            traces = [Trace.from_dict(d) for d in data][: len(cases)]
+            out[i].extend(traces)
+            rest = cases[len(traces):] if traces else cases[1:]
+            if not traces:
+                out[i].append(Trace(outcome="crash", error=ErrorInfo("NoResult", "the engine child returned nothing")))
+            if rest:
+                pending[self._submit(rest, timeout)] = (i, rest)
+        return out
+
+    def run_many(self, cases: list[Case], timeout: float | None = None) -> list[Trace]:
+        """Each case on its own fresh engine, all at once up to ``workers``."""
+        return [s[0] for s in self.run_sessions([[c] for c in cases], timeout)]
 
     def run(self, case: Case, timeout: float | None = None) -> Trace:
         return self.run_many([case], timeout)[0]
@@ -138,28 +164,35 @@ def _warm_up() -> None:
         run_case(Case(model=ModelSpec(layers=layers), steps=[Generate(prompts=[list(range(3, 40))], max_tokens=2)]))
 
 
-def _child(case_yaml: str, result_path: str, log_path: str, workers: int) -> None:
+def _child(case_yamls: list[str], result_path: str, log_path: str, progress_path: str) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.setsid()
     try:
-        import json
-
         from hybridfuzz.case import load_case
-        from hybridfuzz.engines.offline import run_case
+        from hybridfuzz.engines.isolation import ProgressWriter, write_result
+        from hybridfuzz.engines.offline import run_session
 
-        trace = run_case(load_case(case_yaml))
-        with open(result_path + ".tmp", "w") as f:
-            json.dump(trace.to_dict(), f)
-        os.replace(result_path + ".tmp", result_path)
+        traces = run_session([load_case(y) for y in case_yamls], ProgressWriter(progress_path))
+        write_result(result_path, traces)
     finally:
         os._exit(0)
 
 
-def serve() -> None:
-    import hybridfuzz  # noqa: F401
+def _last_progress(path: str, started: float) -> float:
+    """perf_counter time of the child's last progress line (its start if none yet)."""
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return started
+    return max(started, time.perf_counter() - age)
 
+
+def serve() -> None:
+    from hybridfuzz import _guard
+
+    _guard.install()  # this process and the vLLM processes it starts
     conn = Connection(int(os.environ["HYBRIDFUZZ_FORKSERVER_FD"]))
     t0 = time.perf_counter()
     import vllm  # noqa: F401
@@ -174,8 +207,8 @@ def serve() -> None:
     gc.freeze()  # children's gc passes then skip everything imported here
     conn.send({"pid": os.getpid(), "ready_s": time.perf_counter() - t0})
     workdir = tempfile.mkdtemp(prefix="hybridfuzz-fs-")
-    queue: list[tuple[int, str, float]] = []
-    running: dict[int, tuple[int, float, float, str, str]] = {}  # pid -> (id, start, timeout, result, log)
+    queue: list[tuple[int, list[str], float]] = []
+    running: dict[int, tuple[int, float, float, str]] = {}  # pid -> (id, start, timeout, file prefix)
     max_children = int(os.environ.get("HYBRIDFUZZ_WORKERS", "1"))
     stopping = False
     while not (stopping and not queue and not running):
@@ -191,16 +224,16 @@ def serve() -> None:
             else:
                 queue.append(msg[1:])
         while queue and len(running) < max_children:
-            rid, case_yaml, timeout = queue.pop(0)
-            result = os.path.join(workdir, f"{rid}.json")
-            log = os.path.join(workdir, f"{rid}.log")
+            rid, case_yamls, timeout = queue.pop(0)
+            prefix = os.path.join(workdir, str(rid))
             pid = os.fork()
             if pid == 0:
-                _child(case_yaml, result, log, max_children)
-            running[pid] = (rid, time.perf_counter(), timeout, result, log)
-        for pid, (rid, start, timeout, result, log) in list(running.items()):
+                _child(case_yamls, prefix + ".json", prefix + ".log", prefix + ".progress")
+            running[pid] = (rid, time.perf_counter(), timeout, prefix)
+        for pid, (rid, start, timeout, prefix) in list(running.items()):
+            result, log, progress = prefix + ".json", prefix + ".log", prefix + ".progress"
             done, status = os.waitpid(pid, os.WNOHANG)
-            timed_out = not done and time.perf_counter() - start > timeout
+            timed_out = not done and time.perf_counter() - _last_progress(progress, start) > timeout
             if timed_out:
                 try:
                     os.killpg(pid, signal.SIGKILL)
@@ -208,15 +241,15 @@ def serve() -> None:
                     pass
                 _, status = os.waitpid(pid, 0)
             if done or timed_out:
-                trace = collect(result, log, status, timed_out, timeout, time.perf_counter() - start)
-                for p in (result, log):
+                traces = collect(result, log, status, timed_out, timeout, time.perf_counter() - start, progress)
+                for p in (result, log, progress):
                     try:
                         os.unlink(p)
                     except OSError:
                         pass
                 del running[pid]
                 try:
-                    conn.send((rid, trace.to_dict()))
+                    conn.send((rid, [t.to_dict() for t in traces]))
                 except OSError:
                     stopping = True
     os._exit(0)

@@ -5,41 +5,23 @@ data in the Trace; this module never raises out of ``run_case``.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
-import re
 import time
-import traceback
-from typing import Any
+from typing import Any, Callable
 
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
-from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
+from hybridfuzz.engines.base import REFUSAL, REJECTION_TYPES, classify, error_info, short_path  # noqa: F401  (re-exported)
+from hybridfuzz.trace import RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
 # zeroing of a GiB on CPU), and parallel engines on one GPU cannot race in it.
 DEFAULT_KV_CACHE_BYTES = 64 * 1024 * 1024
-# Start-up refusals that mean "this platform/config is not supported": not findings.
-REJECTION_TYPES = ("ValueError", "NotImplementedError", "ValidationError", "ImportError", "ModuleNotFoundError")
-# A step the engine refuses in so many words ("'wait' pause mode is not supported in
-# inproc-engine mode") is a refusal too, not a finding.
-REFUSAL = re.compile(r"not (supported|enabled|available|allowed)|unsupported", re.IGNORECASE)
-
-
-_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
-
-
-def _short_path(filename: str) -> str:
-    """vllm/... for installed packages, hybridfuzz/... for this checkout, wherever they live."""
-    return filename.split("site-packages/")[-1].removeprefix(_CHECKOUT)
-
-
-def error_info(exc: BaseException) -> ErrorInfo:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    if frames:  # the innermost frame: where the exception was raised
-        fr = frames[-1]
-        where = f"{_short_path(fr.filename)}:{fr.lineno} in {fr.name}"
-    return ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000], where=where)
+# CUDA-graph cases on a GPU: capture only small batch sizes (our batches are <= 16
+# requests), so a graph case costs seconds of capture, not a minute
+# (bench: ``hybridfuzz bench --graphs``; NOTES.md "CUDA graphs").
+GRAPH_CAPTURE_SIZES = [1, 2, 4, 8, 16]
 
 
 def engine_kwargs(engine: EngineConfig, model_dir: str, device: str) -> dict[str, Any]:
@@ -61,6 +43,8 @@ def engine_kwargs(engine: EngineConfig, model_dir: str, device: str) -> dict[str
         kw["gpu_memory_utilization"] = 0.04
         # FlashInfer's GDN prefill needs CUTLASS DSL kernels that offline bundles lack (shared/gpu/README.md).
         kw["additional_config"] = {"gdn_prefill_backend": "triton"}
+        if not engine.enforce_eager and "compilation_config" not in engine.extra:
+            kw["compilation_config"] = {"cudagraph_capture_sizes": list(GRAPH_CAPTURE_SIZES)}
     for name in ("attention_backend", "enable_prefix_caching", "block_size", "mamba_cache_mode"):
         value = getattr(engine, name)
         if value is not None:
@@ -151,12 +135,15 @@ def device_kind() -> str:
     return "cuda" if current_platform.is_cuda_alike() else "cpu"
 
 
-def run_case(case: Case) -> Trace:
-    """Start a fresh engine for the case, run its steps, and describe what happened."""
+Progress = Callable[[dict], None]
+
+
+def _startup(case: Case, trace: Trace):
+    """Build the model and the engine; None (and the Trace says why) when it did not start."""
     from hybridfuzz.model import build_model
 
-    trace = Trace()
     t0 = time.perf_counter()
+    dropped: list[str] = []
     try:
         trace.env = environment()
         model_dir = str(build_model(case.model))
@@ -168,7 +155,7 @@ def run_case(case: Case) -> Trace:
         from hybridfuzz.vllm_facts import engine_arg_names
 
         # Our own defaults that this vLLM does not know are dropped; the case's own knobs never are.
-        own = {"kv_cache_memory_bytes", "additional_config"} - set(case.engine.extra)
+        own = {"kv_cache_memory_bytes", "additional_config", "compilation_config"} - set(case.engine.extra)
         dropped = sorted(k for k in own if k in kwargs and k not in engine_arg_names())
         for k in dropped:
             del kwargs[k]
@@ -183,28 +170,96 @@ def run_case(case: Case) -> Trace:
             llm = LLM(**kwargs)
     except Exception as e:
         info = error_info(e)
-        trace.outcome = "rejected" if info.type in REJECTION_TYPES else "error"
+        trace.outcome = classify(info, "startup")
         trace.error = info
         trace.timings["startup_s"] = time.perf_counter() - t0
-        return trace
+        return None
     trace.timings["startup_s"] = time.perf_counter() - t0
     trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm)}
     if dropped:
         trace.engine_settings["dropped_defaults"] = dropped
+    return llm
+
+
+def _steps(llm, case: Case, trace: Trace, progress: Progress, position: int) -> None:
+    """Run the case's steps, telling ``progress`` before and after each, so a hang names its step."""
     for i, step in enumerate(case.steps):
+        kind = STEP_NAMES[type(step)]
+        progress({"event": "step_begin", "case": position, "step": i, "kind": kind})
         ts = time.perf_counter()
-        result = StepResult(index=i, kind=STEP_NAMES[type(step)])
+        result = StepResult(index=i, kind=kind)
         try:
             result.outputs = _run_step(llm, step)
         except Exception as e:
             result.error = error_info(e)
         result.seconds = time.perf_counter() - ts
         trace.steps.append(result)
+        progress({"event": "step_end", "case": position, "step": i, "result": dataclasses.asdict(result)})
         if result.error:
-            refused = result.error.type in REJECTION_TYPES and REFUSAL.search(result.error.message)
-            trace.outcome = "rejected" if refused else "error"
+            trace.outcome = classify(result.error, "step")
             trace.error = result.error
             break
     trace.timings["steps_s"] = sum(s.seconds for s in trace.steps)
-    trace.timings["total_s"] = time.perf_counter() - t0
-    return trace
+
+
+def discards_weights(case: Case) -> bool:
+    """A level-2 sleep discards the weights: a later case on the same engine would see garbage."""
+    last_l2 = max((i for i, s in enumerate(case.steps) if isinstance(s, Sleep) and s.level == 2), default=-1)
+    return last_l2 >= 0 and "reload_weights" not in [STEP_NAMES[type(s)] for s in case.steps[last_l2:]]
+
+
+def _prelude(llm, trace: Trace) -> bool:
+    """Between two cases on one warm engine: wake it fully if asleep, forget cached prefixes.
+
+    The steps run are recorded in ``trace.prelude`` so that the warm history can be written as one
+    fresh-engine case (executor.session_case). False: the engine cannot be reused.
+    """
+    try:
+        if llm.llm_engine.is_sleeping():
+            trace.prelude.append("wake_up")
+            llm.wake_up()
+        trace.prelude.append("reset_prefix_cache")
+        llm.reset_prefix_cache()
+        return True
+    except Exception as e:
+        trace.engine_settings["prelude_error"] = error_info(e).one_line()
+        return False
+
+
+def run_session(cases: list[Case], progress: Progress | None = None) -> list[Trace]:
+    """Persistent mode: one engine runs the cases one after another (they share model and engine).
+
+    Returns a Trace for every case that ran. It stops early (fewer Traces) when a case leaves the
+    engine unusable (an error, discarded weights, a failed prelude); the host runs the rest on a
+    fresh engine. ``progress`` gets every event, so a host can rebuild what ran if this process dies.
+    """
+    progress = progress or (lambda event: None)
+    t0 = time.perf_counter()
+    traces: list[Trace] = []
+    first = Trace()
+    llm = _startup(cases[0], first)
+    progress({"event": "started", "trace": first.to_dict()})
+    if llm is None:
+        first.timings["total_s"] = time.perf_counter() - t0
+        return [first]
+    for position, case in enumerate(cases):
+        tc = time.perf_counter()
+        if position == 0:
+            trace = first
+        else:
+            trace = Trace(env=first.env, engine_settings=dict(first.engine_settings), warm_cases=position)
+            if not _prelude(llm, trace):
+                break
+        progress({"event": "case_begin", "case": position, "prelude": list(trace.prelude)})
+        _steps(llm, case, trace, progress, position)
+        trace.timings["total_s"] = time.perf_counter() - (t0 if position == 0 else tc)
+        traces.append(trace)
+        progress({"event": "case_end", "case": position, "trace": trace.to_dict()})
+        if trace.outcome != "ok" or discards_weights(case):
+            break
+    return traces
+
+
+def run_case(case: Case, progress: Progress | None = None) -> Trace:
+    """Start a fresh engine for the case, run its steps, and describe what happened."""
+    return run_session([case], progress)[0]

@@ -41,6 +41,7 @@ import urllib.request
 from typing import Any, Callable
 
 from hybridfuzz.case import Case, Generate, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.engines.base import REJECTION_TYPES, classify  # noqa: F401  (REJECTION_TYPES re-exported)
 from hybridfuzz.engines.isolation import SequentialHost, tail
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
 
@@ -53,9 +54,6 @@ SERVER_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
-# Exceptions in a start-up log that mean "this configuration is refused", not a finding.
-REJECTION_TYPES = ("ValueError", "NotImplementedError", "ValidationError", "ImportError", "ModuleNotFoundError",
-                   "VLLMValidationError", "TypeError")
 # Wrapper errors that only say "see the root cause above".
 _WRAPPERS = ("Engine core initialization failed", "Engine core proc", "EngineCore failed to start",
              "EngineCore encountered an issue", "Worker failed with error")
@@ -317,7 +315,7 @@ class ServerHost(SequentialHost):
                 return trace
             if state == "exited":
                 info = root_cause(tail(log_path, 60000))
-                trace.outcome = "rejected" if info.type in REJECTION_TYPES else "crash"
+                trace.outcome = "rejected" if classify(info, "startup") == "rejected" else "crash"  # the one rule: engines/base.py
                 trace.error = info
                 return trace
             trace.engine_settings = self._settings(server, deadline)

@@ -13,6 +13,7 @@ import tempfile
 import time
 
 from hybridfuzz.case import Case, dump_case
+from hybridfuzz.engines.base import BASE_ENV
 from hybridfuzz.engines.isolation import SequentialHost, collect
 from hybridfuzz.trace import Trace
 
@@ -26,15 +27,14 @@ class SubprocessHost(SequentialHost):
     def run(self, case: Case, timeout: float | None = None) -> Trace:
         timeout = timeout or self.timeout
         with tempfile.TemporaryDirectory(prefix="hybridfuzz-") as d:
-            case_path, out_path, log_path = (os.path.join(d, n) for n in ("case.yaml", "trace.json", "engine.log"))
+            case_path, out_path, log_path, progress_path = (os.path.join(d, n) for n in ("case.yaml", "trace.json", "engine.log", "progress.jsonl"))
             with open(case_path, "w") as f:
                 f.write(dump_case(case))
-            env = dict(os.environ)
-            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+            env = dict(BASE_ENV, **os.environ)
             env["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc with a function, to read engine settings
             t0 = time.perf_counter()
             with open(log_path, "wb") as log:
-                proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.engines.child", case_path, out_path],
+                proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.engines.child", case_path, out_path, progress_path],
                                         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
                 timed_out = False
                 try:
@@ -49,4 +49,4 @@ class SubprocessHost(SequentialHost):
                     proc.wait()
             status = proc.returncode
             raw = (-status) if status < 0 else (status << 8)  # back to a waitpid status for collect()
-            return collect(out_path, log_path, raw, timed_out, timeout, time.perf_counter() - t0)
+            return collect(out_path, log_path, raw, timed_out, timeout, time.perf_counter() - t0, progress_path)[0]

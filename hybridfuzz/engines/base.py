@@ -1,0 +1,110 @@
+"""What every engine host shares: the Host protocol, the one refusal rule, the
+one path shortener and the one base environment of engine processes.
+
+The refusal rule decides whether an engine error is the engine *refusing* a
+configuration (not a finding: vLLM said in so many words that it does not do
+this) or a *finding* (a crash, a bare assertion, an error after the engine
+existed). It is a pure function of the error, so the offline adapter, the fork
+server, ``vllm serve`` and the exported reproducer all judge alike.
+"""
+from __future__ import annotations
+
+import os
+import re
+import traceback
+from typing import Literal, Protocol
+
+from hybridfuzz.trace import ErrorInfo, Trace
+
+Outcome = Literal["ok", "rejected", "error", "crash", "timeout"]
+Phase = Literal["config", "startup", "step"]
+
+# Exception types vLLM raises when it refuses a configuration or an argument.
+REJECTION_TYPES = ("ValueError", "NotImplementedError", "ValidationError", "VLLMValidationError", "ImportError",
+                   "ModuleNotFoundError", "TypeError")
+# Wording of a refusal "in so many words", wherever it is raised.
+REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implemented|compatible)|unsupported|"
+                     r"does not support|is not valid|invalid|incompatible|only supported|cannot be used|requires? ",
+                     re.IGNORECASE)
+# Our harness asked more of the device than it had: neither a refusal nor a finding (retried, counted).
+RESOURCE = re.compile(r"out of memory|no available memory|insufficient memory|not enough (free )?memory|"
+                      r"free memory on device|EADDRINUSE|address already in use", re.IGNORECASE)
+# Code that only validates a configuration, before any engine exists.
+_CONFIG_CODE = re.compile(r"vllm/config/|vllm/engine/arg_utils\.py|pydantic|create_engine_config|__post_init__|"
+                          r"verify_|_verify|check_and_update_config")
+
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def short_path(filename: str) -> str:
+    """vllm/... for installed packages, hybridfuzz/... for this checkout, wherever they live."""
+    return filename.split("site-packages/")[-1].removeprefix(_CHECKOUT)
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """The exception as data; ``where`` is the innermost frame, ``phase`` whether config code raised it."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if frames:
+        fr = frames[-1]
+        where = f"{short_path(fr.filename)}:{fr.lineno} in {fr.name}"
+    in_config = any(_CONFIG_CODE.search(f"{f.filename} {f.name}") for f in frames)
+    return ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000], where=where,
+                     phase="config" if in_config else "")
+
+
+def classify(info: ErrorInfo, phase: Phase) -> Outcome:
+    """The one rule: refusal ("rejected") or finding ("error").
+
+    - A resource shortage of our own harness is "rejected" with a resource reason
+      (``refusal_reason`` tells them apart); the fuzz loop counts it, never shrinks it.
+    - Before the engine exists (config validation), a ValueError and kin is a refusal.
+    - During engine start-up or a step, only an error of those types that *says* it
+      refuses ("not supported", "invalid", ...) is a refusal; anything else is a finding.
+    - A bare AssertionError is always a finding (vLLM should have said why); its
+      signature marks it ``config-assertion`` when config code raised it.
+    """
+    if RESOURCE.search(info.message):
+        return "rejected"
+    if info.type not in REJECTION_TYPES:
+        return "error"
+    if phase == "config" or info.phase == "config":
+        return "rejected"
+    return "rejected" if REFUSAL.search(info.message) else "error"
+
+
+_NUMBERS = re.compile(r"\d+(\.\d+)?")
+
+
+def refusal_reason(info: ErrorInfo | None) -> str:
+    """A short stable key to count refusals by: the exception type and its first line, numbers masked."""
+    if info is None:
+        return "unknown"
+    if RESOURCE.search(info.message):
+        return "resource: " + _NUMBERS.sub("N", RESOURCE.search(info.message).group(0).lower())
+    first = info.message.strip().splitlines()[0] if info.message.strip() else ""
+    return f"{info.type}: {_NUMBERS.sub('N', first)[:140]}"
+
+
+# Environment of every engine process a host starts: quiet, local, no usage reports.
+BASE_ENV = {
+    "TOKENIZERS_PARALLELISM": "false",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_ALLOW_INSECURE_SERIALIZATION": "1",  # collective_rpc with a function, to read engine settings
+}
+
+
+class Host(Protocol):
+    """Where cases run. A host never raises for what an engine does: that is in the Trace."""
+
+    name: str
+
+    def run(self, case, timeout: float | None = None) -> Trace: ...
+
+    def run_many(self, cases: list, timeout: float | None = None) -> list[Trace]: ...
+
+    def run_sessions(self, sessions: list[list], timeout: float | None = None) -> list[list[Trace]]: ...
+
+    def close(self) -> None: ...
