@@ -43,14 +43,110 @@ def judge(case: Case, trace: Trace, ref: Trace | None) -> Verdict:
     return combine(verdicts)
 
 
+class ReferenceCache:
+    """Reference runs already made, by their exact input (a reference session's YAML).
+
+    Cases that differ only in what the reference overrides (the KV dtype, by default) share
+    one reference run: int8 and fp8 variants of a case, and the shrinker's KV-dtype steps.
+    Only clean runs are kept; a bounded LRU, per process.
+    """
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._runs: dict[str, list[Trace]] = {}
+        self.hits = 0
+
+    @staticmethod
+    def key(cases: list[Case]) -> str:
+        from hybridfuzz.case import dump_case
+
+        return "\n---\n".join(dump_case(c.replace(observed=[], expect={}, note="")) for c in cases)
+
+    def get(self, cases: list[Case]) -> list[Trace] | None:
+        runs = self._runs.get(self.key(cases))
+        if runs is not None:
+            self.hits += 1
+        return runs
+
+    def put(self, cases: list[Case], traces: list[Trace]) -> None:
+        if len(traces) == len(cases) and all(t.outcome == "ok" for t in traces):
+            self._runs[self.key(cases)] = traces
+            while len(self._runs) > self.size:
+                self._runs.pop(next(iter(self._runs)))
+
+
+REFERENCES = ReferenceCache()
+
+
+def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = None,
+                      cache: ReferenceCache | None = REFERENCES) -> list[list[Result]]:
+    """Run sessions (cases sharing model and engine; one warm engine each where the host has
+    persistent mode) and their reference sessions, all at once; judge every case.
+
+    A case's reference runs in the reference session at the same position, after the same
+    history, so warm-engine state is alike on both sides.
+    """
+    runs: list[list[Case]] = []
+    slots: list[tuple[int, int | None, list[int | None]]] = []  # (main run, reference run, position in it)
+    cached: dict[int, list[Trace]] = {}
+    for cases in sessions:
+        main = len(runs)
+        runs.append(list(cases))
+        refs = [c.reference_case() for c in cases if needs_reference(c)]
+        pos, n = [], 0
+        for c in cases:
+            pos.append(n if needs_reference(c) else None)
+            n += needs_reference(c)
+        ref = None
+        if refs:
+            ref = len(runs)
+            hit = cache.get(refs) if cache is not None else None
+            if hit is not None:
+                cached[ref] = hit
+            runs.append(refs)
+        slots.append((main, ref, pos))
+    todo = [i for i in range(len(runs)) if i not in cached]
+    traces = dict(zip(todo, host.run_sessions([runs[i] for i in todo], timeout)))
+    traces.update(cached)
+    if cache is not None:
+        for i in todo:
+            if any(s[1] == i for s in slots):
+                cache.put(runs[i], traces[i])
+    out = []
+    for cases, (main, ref, pos) in zip(sessions, slots):
+        results = []
+        for case, trace, p in zip(cases, traces[main], pos):
+            reference = traces[ref][p] if ref is not None and p is not None and p < len(traces[ref]) else None
+            results.append(Result(judge(case, trace, reference), trace, reference))
+        out.append(results)
+    return out
+
+
+def evaluate_many(cases: list[Case], host, timeout: float | None = None) -> list[Result]:
+    """Each case on its own fresh engine (with its reference), all at once."""
+    return [r[0] for r in evaluate_sessions([[c] for c in cases], host, timeout, cache=None)]
+
+
+def history_case(cases: list[Case], traces: list[Trace], upto: int) -> Case:
+    """What a warm engine ran up to and including case ``upto``, as one fresh-engine case:
+    every case's steps, with the prelude steps the host ran between them (wake_up,
+    reset_prefix_cache) written out. The finding of a divergence that needs the history."""
+    from hybridfuzz.case import STEP_KINDS
+
+    steps: list = []
+    for i in range(upto + 1):
+        if i > 0:
+            steps.extend(STEP_KINDS[name]() for name in traces[i].prelude)
+        steps.extend(cases[i].steps)
+    last = cases[upto]
+    return last.replace(steps=steps, note=(last.note + "; " if last.note else "") +
+                        f"the history of a warm engine: {upto + 1} cases run one after another")
+
+
 def evaluate(case: Case, host, timeout: float | None = None) -> Result:
     """Run the case (and its reference, concurrently where the host allows) and judge."""
     if case.kind == "component":
         from hybridfuzz.components import run_component
 
         return Result(run_component(case), Trace(outcome="ok"))
-    if needs_reference(case):
-        trace, ref = host.run_many([case, case.reference_case()], timeout)
-    else:
-        trace, ref = host.run(case, timeout), None
-    return Result(judge(case, trace, ref), trace, ref)
+    return evaluate_sessions([[case]], host, timeout, cache=None)[0][0]

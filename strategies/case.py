@@ -18,3 +18,18 @@ def cases(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6) -> 
     engine = draw(engine_configs(platform))
     steps = draw(step_scripts(max_steps, model.vocab_size, platform.has_sleep_mode))
     return Case(model=model, engine=engine, steps=steps, oracle=OracleSpec(checks=list(ALL_CHECKS)))
+
+
+@st.composite
+def sessions(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, max_cases: int = 1) -> list[Case]:
+    """Persistent mode: 1..max_cases cases that share model and engine, for one warm engine.
+
+    The first case is an ordinary ``cases()`` draw; the others draw only new step scripts.
+    One case first, so a failing session shrinks to a single fresh-engine case where it can.
+    """
+    first = draw(cases(platform, max_layers, max_steps))
+    if max_cases <= 1:
+        return [first]
+    more = draw(st.integers(0, max_cases - 1))
+    return [first] + [first.replace(steps=draw(step_scripts(max_steps, first.model.vocab_size, platform.has_sleep_mode)))
+                      for _ in range(more)]
