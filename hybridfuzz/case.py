@@ -60,13 +60,30 @@ class Generate:
 
 
 @dataclass(frozen=True)
+class Submit:
+    """Requests sent without waiting for them (``submit``): still in flight when the next step runs
+    (a sleep with requests in flight; requests queued while the scheduler is paused). Only the server
+    host can do this; it collects their results, finished or aborted, when the case ends."""
+
+    prompts: list[list[int]]
+    max_tokens: int = 64
+    logprobs: int = 5
+
+
+@dataclass(frozen=True)
 class Sleep:
+    """``level`` 0 pauses scheduling only, 1 offloads the weights, 2 discards them; ``mode`` says what
+    happens to requests in flight (abort, wait for them, keep them for after the wake-up)."""
+
     level: int = 1
     mode: str = "abort"
 
 
 @dataclass(frozen=True)
 class WakeUp:
+    """``tags``: null wakes everything; any subset of weights, kv_cache, scheduling, in any order,
+    a single tag included (``[kv_cache]``): a partial wake-up. hybridfuzz/sleepwake.py has the semantics."""
+
     tags: list[str] | None = None
 
 
@@ -75,8 +92,15 @@ class ResetPrefixCache:
     pass
 
 
-Step = Union[Generate, Sleep, WakeUp, ResetPrefixCache]
-STEP_KINDS: dict[str, type] = {"generate": Generate, "sleep": Sleep, "wake_up": WakeUp, "reset_prefix_cache": ResetPrefixCache}
+@dataclass(frozen=True)
+class ReloadWeights:
+    """A bare ``reload_weights`` step: ``collective_rpc("reload_weights")``, the weights reloaded in place
+    from the model directory, as vLLM's docs do after a level-2 sleep (wake weights, reload, wake kv_cache)."""
+
+
+Step = Union[Generate, Submit, Sleep, WakeUp, ResetPrefixCache, ReloadWeights]
+STEP_KINDS: dict[str, type] = {"generate": Generate, "submit": Submit, "sleep": Sleep, "wake_up": WakeUp,
+                               "reset_prefix_cache": ResetPrefixCache, "reload_weights": ReloadWeights}
 STEP_NAMES = {v: k for k, v in STEP_KINDS.items()}
 
 
@@ -90,17 +114,35 @@ class OracleSpec:
 
 @dataclass(frozen=True)
 class Observation:
-    """What one run saw, so a case file says where it failed and where it passed."""
+    """What one or more fresh runs saw, so a case file says where it failed, how often, and where it passed.
+
+    A finding's symptom can vary from run to run (corrupted memory: NaN once, a crash at
+    start-up the next time), and some reproduce on one CPU and not another (vLLM's CPU
+    kernels differ per instruction set). So an observation records the machine's ISA
+    class, how many fresh runs it sums up and how many of them diverged, and the other
+    signatures those runs gave: one case, one finding, several symptoms.
+    """
 
     vllm: str
-    verdict: str
+    verdict: str  # divergence when any of the runs diverged
     device: str = "cpu"
     torch: str = ""
     date: str = ""
     oracle: str = ""
     summary: str = ""
-    signature: str = ""
+    signature: str = ""  # the most frequent divergence's signature
     evidence: list[str] = field(default_factory=list)
+    isa: str = ""  # CPU instruction-set class of the machine (hybridfuzz.machine.cpu_isa), e.g. x86_64/avx2
+    runs: int = 1  # fresh-engine runs this observation sums up
+    reproduced: int | None = None  # of those, how many diverged; None: one run, as verdict says
+    symptoms: list[str] = field(default_factory=list)  # other signatures the same runs gave
+
+    @property
+    def reproductions(self) -> int:
+        """How many of ``runs`` diverged."""
+        if self.reproduced is not None:
+            return self.reproduced
+        return self.runs if self.verdict == "divergence" else 0
 
 
 @dataclass(frozen=True)
@@ -250,7 +292,7 @@ def _check_values(obj: Any, path: str) -> None:
         clash = set(obj.extra) & {f.name for f in dataclasses.fields(EngineConfig)}
         if clash:
             raise CaseError(f"{path}.extra.{sorted(clash)[0]}", "is a field of engine itself; set it there")
-    elif isinstance(obj, Generate):
+    elif isinstance(obj, (Generate, Submit)):
         if not obj.prompts:
             raise CaseError(f"{path}.prompts", "needs at least one prompt")
         for i, p in enumerate(obj.prompts):
@@ -270,6 +312,8 @@ def _check_values(obj: Any, path: str) -> None:
         for i, t in enumerate(obj.tags or []):
             if t not in ("weights", "kv_cache", "scheduling"):
                 raise CaseError(f"{path}.tags[{i}]", f"must be weights, kv_cache or scheduling; got {t!r:.40}")
+            if t in (obj.tags or [])[:i]:
+                raise CaseError(f"{path}.tags[{i}]", f"{t} named twice")
     elif isinstance(obj, OracleSpec):
         for i, c in enumerate(obj.checks):
             if c not in CHECKS:
@@ -280,6 +324,11 @@ def _check_values(obj: Any, path: str) -> None:
     elif isinstance(obj, Observation):
         if obj.verdict not in VERDICTS:
             raise CaseError(f"{path}.verdict", f"must be one of {', '.join(VERDICTS)}; got {obj.verdict!r:.40}")
+        _positive(path, "runs", obj.runs)
+        if obj.reproduced is not None and not 0 <= obj.reproduced <= obj.runs:
+            raise CaseError(f"{path}.reproduced", f"must be 0 to runs ({obj.runs}); got {obj.reproduced}")
+        if obj.reproduced is not None and (obj.reproduced > 0) != (obj.verdict == "divergence"):
+            raise CaseError(f"{path}.reproduced", f"{obj.reproduced} of {obj.runs} runs diverged, but verdict is {obj.verdict}")
 
 
 def _steps(data: Any) -> list[Step]:
@@ -321,13 +370,13 @@ def case_from_dict(data: Any) -> Case:
     if case.kind == "engine" and case.component:
         raise CaseError("component", "only for kind: component")
     for i, s in enumerate(case.steps):
-        if isinstance(s, Generate):
+        if isinstance(s, (Generate, Submit)):
             for j, p in enumerate(s.prompts):
                 for k, t in enumerate(p):
                     if t >= case.model.vocab_size:
-                        raise CaseError(f"steps[{i}].generate.prompts[{j}][{k}]", f"token id {t} >= model.vocab_size {case.model.vocab_size}")
+                        raise CaseError(f"steps[{i}].{STEP_NAMES[type(s)]}.prompts[{j}][{k}]", f"token id {t} >= model.vocab_size {case.model.vocab_size}")
                 if len(p) + s.max_tokens > case.engine.max_model_len:
-                    raise CaseError(f"steps[{i}].generate.prompts[{j}]", f"prompt + max_tokens exceeds engine.max_model_len {case.engine.max_model_len}")
+                    raise CaseError(f"steps[{i}].{STEP_NAMES[type(s)]}.prompts[{j}]", f"prompt + max_tokens exceeds engine.max_model_len {case.engine.max_model_len}")
     return case
 
 
@@ -378,7 +427,7 @@ def case_to_dict(case: Case) -> dict[str, Any]:
         out["note"] = case.note
     out["model"] = _nondefault(case.model, keep=("layers",))
     out["engine"] = _nondefault(case.engine, keep=("kv_cache_dtype", "enable_prefix_caching"))
-    out["steps"] = [{STEP_NAMES[type(s)]: _nondefault(s, keep=("prompts",) if isinstance(s, Generate) else ())} for s in case.steps]
+    out["steps"] = [{STEP_NAMES[type(s)]: _nondefault(s, keep=("prompts",) if isinstance(s, (Generate, Submit)) else ())} for s in case.steps]
     out["oracle"] = _nondefault(case.oracle, keep=("checks",))
     if case.component:
         out["component"] = case.component
