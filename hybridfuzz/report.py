@@ -1,71 +1,86 @@
-"""``hybridfuzz report DIR``: one self-contained HTML page for a fuzz campaign.
+"""``hybridfuzz report DIR``: one self-contained HTML page for a ``fuzz`` or ``campaign`` directory.
 
-Reads the campaign directory the fuzz loop writes:
+Reads what the runs write (campaign/records.py): the case events of every loop through
+``iter_events`` (DIR/events.jsonl, DIR/workers/*/events.jsonl), DIR/summary.json (a fuzz
+run's RunSummary or a campaign's aggregate), the finding files (DIR/findings/, or the paths
+the summary names) and, for a campaign, each finding's state.
 
-- ``summary.json``: started, budget_s, elapsed_s, cases, findings, time_to_first_finding_s, shrink_s, engine, vllm, seed
-- ``events.jsonl``: one object per case run: t, phase (generate|shrink), status (pass|divergence|unsupported),
-  signature, kv_cache_dtype, layers ("LF"...), prefix_caching (bool|null), steps ("generate,sleep,..."), seconds
-- ``findings/*.yaml``: one case per signature
-
-Plots are inline SVG drawn here (no matplotlib, no network): findings over
-time, time to first finding per signature, coverage of KV dtype x layer pattern
-x prefix caching, and of step sequences. ``write_demo_campaign`` writes a
-synthetic campaign in that format (tests, screenshots).
+Plots are inline SVG drawn here (no matplotlib, no network): findings over time, time to
+first finding per signature, coverage of KV dtype x layer pattern x prefix caching, and
+of step sequences.
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
-import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from hybridfuzz.campaign.records import CaseEvent, iter_events
 
 STATUS_COLORS = {"pass": "#4c9a5f", "divergence": "#d1495b", "unsupported": "#9aa0a6"}
 
 
 @dataclass
-class Campaign:
+class LoadedRun:
+    """A fuzz or campaign directory as the report reads it (not to be confused with the campaign supervisor)."""
+
     path: str
+    kind: Literal["fuzz", "campaign"]
     summary: dict[str, Any]
-    events: list[dict[str, Any]]
+    events: list[CaseEvent]  # t = seconds since the run's first case (campaign: over every worker)
     findings: list[tuple[str, Any]] = field(default_factory=list)  # (file name, Case or error string)
+    states: dict[str, str] = field(default_factory=dict)  # signature -> finding state (campaigns)
     problems: list[str] = field(default_factory=list)
 
 
-def load_campaign(path: str) -> Campaign:
-    problems = []
+def _timeline(events: list[CaseEvent]) -> list[CaseEvent]:
+    """Events on one time axis: wall-clock seconds since the first case where every event has a wall
+    time (several workers, restarts), else the loop's own t (files written before wall existed)."""
+    if events and all(e.wall is not None for e in events):
+        t0 = min(e.wall - e.t for e in events)  # when the first loop started
+        events = [dataclasses.replace(e, t=round(e.wall - t0, 3)) for e in events]
+    return sorted(events, key=lambda e: e.t)
+
+
+def load_run(path: str) -> LoadedRun:
+    problems: list[str] = []
+    kind: Literal["fuzz", "campaign"] = "campaign" if os.path.isdir(os.path.join(path, "workers")) else "fuzz"
     summary: dict[str, Any] = {}
     try:
         with open(os.path.join(path, "summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
-    except (OSError, ValueError) as e:
-        problems.append(f"summary.json: {type(e).__name__}: {e}")
-    events = []
-    try:
-        with open(os.path.join(path, "events.jsonl"), encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        events.append(json.loads(line))
-                    except ValueError:
-                        problems.append(f"events.jsonl line {n}: not JSON")
+        if not isinstance(summary, dict):
+            raise ValueError("not a JSON object")
     except OSError as e:
-        problems.append(f"events.jsonl: {type(e).__name__}")
-    events.sort(key=lambda e: float(e.get("t", 0.0)))
-    findings: list[tuple[str, Any]] = []
+        problems.append(f"summary.json: {e.strerror or type(e).__name__}")
+        summary = {}
+    except ValueError as e:
+        problems.append(f"summary.json: {e}")
+        summary = {}
+    events = _timeline(list(iter_events(path, problems)))
+    states = {}
+    if kind == "campaign":
+        from hybridfuzz.campaign.state import FindingStore
+
+        states = {sig: rec.state.value for sig, rec in FindingStore(path).all().items()}
     fdir = os.path.join(path, "findings")
     if os.path.isdir(fdir):
-        from hybridfuzz.case import CaseError, load_case_file
+        paths = [os.path.join(fdir, n) for n in sorted(os.listdir(fdir)) if n.endswith((".yaml", ".yml", ".yaml.flaky"))]
+    else:  # a fuzz run in a checkout writes its findings to corpus/found: the summary names them
+        paths = [f["path"] for f in summary.get("finding_list", []) if isinstance(f, dict) and f.get("path")]
+    findings: list[tuple[str, Any]] = []
+    from hybridfuzz.case import CaseError, load_case_file
 
-        for name in sorted(os.listdir(fdir)):
-            if name.endswith((".yaml", ".yml")):
-                try:
-                    findings.append((name, load_case_file(os.path.join(fdir, name))))
-                except CaseError as e:
-                    findings.append((name, str(e)))
-    return Campaign(path, summary, events, findings, problems)
+    for fp in paths:
+        try:
+            findings.append((os.path.relpath(fp, path), load_case_file(fp)))
+        except CaseError as e:
+            findings.append((os.path.relpath(fp, path), str(e)))
+    return LoadedRun(path, kind, summary, events, findings, states, problems)
 
 
 # ---------------------------------------------------------------- SVG helpers
@@ -110,19 +125,19 @@ def _tick_label(v: float) -> str:
     return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:g}"
 
 
-def plot_findings_over_time(events: list[dict], width: int = 760, height: int = 300, first: float | None = None) -> str:
+def plot_findings_over_time(events: list[CaseEvent], width: int = 760, height: int = 300, first: float | None = None) -> str:
     """Step lines: distinct signatures found (left axis) and cases run (right axis) against time."""
     ml, mr, mt, mb = 56, 60, 20, 44
     w, h = width - ml - mr, height - mt - mb
-    tmax = max([float(e.get("t", 0)) for e in events] + [1.0])
+    tmax = max([e.t for e in events] + [1.0])
     seen: set[str] = set()
     found_pts = [(0.0, 0)]
     case_pts = [(0.0, 0)]
     for i, e in enumerate(events, 1):
-        t = float(e.get("t", 0))
+        t = e.t
         case_pts.append((t, i))
-        if e.get("status") == "divergence" and e.get("signature") and e["signature"] not in seen:
-            seen.add(e["signature"])
+        if e.status == "divergence" and e.signature and e.signature not in seen:
+            seen.add(e.signature)
             found_pts.append((t, len(seen)))
     found_pts.append((tmax, len(seen)))
     fmax = max(len(seen), 1)
@@ -166,19 +181,19 @@ def plot_findings_over_time(events: list[dict], width: int = 760, height: int = 
     return "\n".join(out)
 
 
-def first_seen(events: list[dict]) -> list[tuple[str, float, int]]:
+def first_seen(events: list[CaseEvent]) -> list[tuple[str, float, int]]:
     """(signature, first time, how many runs hit it), in order of discovery."""
     first: dict[str, float] = {}
     hits: Counter = Counter()
     for e in events:
-        sig = e.get("signature")
-        if e.get("status") == "divergence" and sig:
+        sig = e.signature
+        if e.status == "divergence" and sig:
             hits[sig] += 1
-            first.setdefault(sig, float(e.get("t", 0)))
+            first.setdefault(sig, e.t)
     return [(s, t, hits[s]) for s, t in sorted(first.items(), key=lambda kv: kv[1])]
 
 
-def plot_time_to_find(events: list[dict], tmax: float, width: int = 760) -> str:
+def plot_time_to_find(events: list[CaseEvent], tmax: float, width: int = 760) -> str:
     """One row per signature: a bar from 0 to when it was first found."""
     rows = first_seen(events)
     if not rows:
@@ -216,26 +231,26 @@ def _pc(v) -> str:
     return {True: "on", False: "off", None: "default"}.get(v, str(v))
 
 
-def plot_coverage(events: list[dict], cell: int = 46, max_rows: int = 16) -> str:
+def plot_coverage(events: list[CaseEvent], cell: int = 46, max_rows: int = 16) -> str:
     """Heat map: rows = layer pattern, columns = KV dtype x prefix caching; cell = cases, red corner = findings."""
-    gen = [e for e in events if e.get("phase", "generate") == "generate"]
+    gen = [e for e in events if e.phase == "generate"]
     if not gen:
         return '<p class="empty">No generated cases.</p>'
-    dtypes = sorted({str(e.get("kv_cache_dtype")) for e in gen}, key=lambda d: (d != "auto", d))
-    pcs = [p for p in (False, None, True) if any(e.get("prefix_caching") == p for e in gen)]
-    per_layers = Counter(str(e.get("layers")) for e in gen)
+    dtypes = sorted({str(e.kv_cache_dtype) for e in gen}, key=lambda d: (d != "auto", d))
+    pcs = [p for p in (False, None, True) if any(e.prefix_caching == p for e in gen)]
+    per_layers = Counter(str(e.layers) for e in gen)
     layers = sorted(per_layers, key=lambda s: (len(s), s))
     if len(layers) > max_rows:  # keep the most used patterns and any with a finding; fold the rest into one row
-        hit = {str(e.get("layers")) for e in gen if e.get("status") == "divergence"}
+        hit = {str(e.layers) for e in gen if e.status == "divergence"}
         keep = set(sorted(per_layers, key=lambda s: -per_layers[s])[:max_rows - 1]) | hit
         layers = [s for s in layers if s in keep] + ["other"]
     cases: Counter = Counter()
     bad: Counter = Counter()
     for e in gen:
-        lay = str(e.get("layers"))
-        k = (lay if lay in layers else "other", str(e.get("kv_cache_dtype")), e.get("prefix_caching"))
+        lay = str(e.layers)
+        k = (lay if lay in layers else "other", str(e.kv_cache_dtype), e.prefix_caching)
         cases[k] += 1
-        if e.get("status") == "divergence":
+        if e.status == "divergence":
             bad[k] += 1
     nmax = max(cases.values())
     cols = [(d, p) for d in dtypes for p in pcs]
@@ -269,14 +284,14 @@ def plot_coverage(events: list[dict], cell: int = 46, max_rows: int = 16) -> str
     return "\n".join(out)
 
 
-def plot_steps(events: list[dict], width: int = 760, top: int = 12) -> str:
+def plot_steps(events: list[CaseEvent], width: int = 760, top: int = 12) -> str:
     """Horizontal stacked bars: the most frequent step sequences and their outcomes."""
-    gen = [e for e in events if e.get("phase", "generate") == "generate"]
+    gen = [e for e in events if e.phase == "generate"]
     if not gen:
         return '<p class="empty">No generated cases.</p>'
     by: dict[str, Counter] = defaultdict(Counter)
     for e in gen:
-        by[_short_steps(str(e.get("steps", "")))][e.get("status", "pass")] += 1
+        by[_short_steps(e.steps)][e.status] += 1
     rows = sorted(by.items(), key=lambda kv: -sum(kv[1].values()))
     hidden = len(rows) - top
     rows = rows[:top]
@@ -311,9 +326,9 @@ def plot_steps(events: list[dict], width: int = 760, top: int = 12) -> str:
 _ABBR = {"generate": "gen", "sleep": "sleep", "wake_up": "wake", "reset_prefix_cache": "reset"}
 
 
-def _short_steps(steps: str) -> str:
-    """"generate,generate,sleep,wake_up,generate" -> "gen×2 → sleep → wake → gen"."""
-    names = [_ABBR.get(s.strip(), s.strip()) for s in steps.split(",") if s.strip()]
+def _short_steps(steps: tuple[str, ...]) -> str:
+    """(generate, generate, sleep, wake_up, generate) -> "gen×2 → sleep → wake → gen"."""
+    names = [_ABBR.get(s, s) for s in steps]
     out: list[list] = []
     for n in names:
         if out and out[-1][0] == n:
@@ -323,8 +338,8 @@ def _short_steps(steps: str) -> str:
     return " → ".join(n if k == 1 else f"{n}×{k}" for n, k in out) or "(none)"
 
 
-def _bars_status(events: list[dict]) -> dict[str, int]:
-    c = Counter(e.get("status", "pass") for e in events)
+def _bars_status(events: list[CaseEvent]) -> dict[str, int]:
+    c = Counter(e.status for e in events)
     return {s: c.get(s, 0) for s in STATUS_COLORS}
 
 
@@ -349,30 +364,34 @@ th{color:#6b7280;font-weight:600}code{font-family:ui-monospace,Menlo,monospace;f
 """
 
 
-def render(c: Campaign) -> str:
+def render(c: LoadedRun) -> str:
     s = c.summary
     events = c.events
-    tmax = float(s.get("elapsed_s") or max([float(e.get("t", 0)) for e in events] + [0.0]))
+    tmax = max([e.t for e in events] + [float(s.get("elapsed_s") or 0.0) if c.kind == "fuzz" else 0.0, 1.0])
     firsts = first_seen(events)
     ttff = s.get("time_to_first_finding_s")
     if ttff is None and firsts:
         ttff = firsts[0][1]
-    n_cases = s.get("cases", len(events))
+    n_cases = len(events) or s.get("cases", 0)
     n_findings = s.get("findings", len(firsts))
     status = _bars_status(events)
-    gen = [e for e in events if e.get("phase", "generate") == "generate"]
-    combos = {(e.get("layers"), e.get("kv_cache_dtype"), e.get("prefix_caching")) for e in gen}
-    secs = sum(float(e.get("seconds", 0)) for e in events)
-    title = f"hybridfuzz campaign {os.path.basename(os.path.abspath(c.path))}"
+    gen = [e for e in events if e.phase == "generate"]
+    combos = {(e.layers, e.kv_cache_dtype, e.prefix_caching) for e in gen}
+    secs = sum(e.seconds for e in events)
+    title = f"hybridfuzz {c.kind} {os.path.basename(os.path.abspath(c.path))}"
     parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title><style>{CSS}</style></head><body><main>"]
     parts.append(f"<h1>{_e(title)}</h1>")
-    parts.append(f'<p class="sub">started {_e(s.get("started", "?"))} · engine {_e(s.get("engine", "?"))} · vLLM {_e(s.get("vllm", "?"))} · '
-                 f'seed {_e(s.get("seed", "?"))} · budget {_e(_fmt_s(s.get("budget_s")))} · ran {_e(_fmt_s(tmax))} '
-                 f'(shrinking {_e(_fmt_s(s.get("shrink_s", 0)))})</p>')
+    facts = [f"started {s['started']}" if s.get("started") else "", f"engine {s['engine']}" if s.get("engine") else "",
+             f"vLLM {s['vllm']}" if s.get("vllm") else "", f"seed {s['seed']}" if s.get("seed") is not None else "",
+             f"{s['workers']} workers" if c.kind == "campaign" and s.get("workers") else "",
+             f"budget {_fmt_s(s['budget_s'])}" if s.get("budget_s") else "",
+             f"ran {_fmt_s(s.get('elapsed_s') or s.get('spent_s') or tmax)}",
+             f"shrinking {_fmt_s(s['shrink_s'])}" if s.get("shrink_s") else ""]
+    parts.append(f'<p class="sub">{_e(" · ".join(f for f in facts if f))}</p>')
     if c.problems:
         parts.append('<p class="problems">' + "<br>".join(_e(p) for p in c.problems) + "</p>")
     cards = [("cases run", n_cases, False), ("findings", n_findings, bool(n_findings)), ("time to first finding", _fmt_s(ttff), False),
-             ("configurations covered", len(combos), False), ("cases / min", f"{60 * len(events) / tmax:.1f}" if tmax else "—", False)]
+             ("configurations covered", len(combos), False), ("cases / min", f"{60 * len(events) / tmax:.1f}" if events else "—", False)]
     parts.append('<div class="cards">' + "".join(f'<div class="card{" bad" if bad else ""}"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
                                                for k, v, bad in cards) + "</div>")
     parts.append("<h2>Findings over time</h2>")
@@ -392,82 +411,21 @@ def render(c: Campaign) -> str:
     if c.findings:
         hit = {sig: (t, n) for sig, t, n in firsts}
         rows = []
+        state_col = bool(c.states)
         for name, case in c.findings:
             if isinstance(case, str):
-                rows.append(f"<tr><td><code>{_e(name)}</code></td><td colspan=3 class=problems>{_e(case)}</td></tr>")
+                rows.append(f"<tr><td><code>{_e(name)}</code></td><td colspan={4 if state_col else 3} class=problems>{_e(case)}</td></tr>")
                 continue
             obs = [o for o in case.observed if o.verdict == "divergence"]
             o = obs[-1] if obs else None
             sig = o.signature if o else ""
             t, n = hit.get(sig, (None, 0))
-            rows.append(f"<tr><td><code>{_e(sig or name)}</code><br><a href=\"findings/{_e(name)}\">{_e(name)}</a></td>"
+            state = f"<td>{_e(c.states.get(sig, '—'))}</td>" if state_col else ""
+            rows.append(f"<tr><td><code>{_e(sig or name)}</code><br><a href=\"{_e(name)}\">{_e(os.path.basename(name))}</a></td>{state}"
                         f"<td>{_e(o.summary if o else '(no divergence recorded)')}</td><td>{_e(_fmt_s(t))}</td><td>{n}</td></tr>")
-        parts.append("<table><tr><th>signature / case</th><th>summary</th><th>first found</th><th>hits</th></tr>" + "".join(rows) + "</table>")
+        head = "<th>signature / case</th>" + ("<th>state</th>" if state_col else "") + "<th>summary</th><th>first found</th><th>hits</th>"
+        parts.append(f"<table><tr>{head}</tr>" + "".join(rows) + "</table>")
     else:
         parts.append('<p class="empty">No finding files.</p>')
     parts.append("</main></body></html>")
     return "\n".join(parts)
-
-
-# ---------------------------------------------------------------- synthetic campaigns
-
-def write_demo_campaign(path: str, seed: int = 0, n: int = 240, budget_s: float = 1800.0) -> str:
-    """A plausible campaign directory in the fuzz loop's format (for tests and screenshots)."""
-    from hybridfuzz.case import Case, Generate, Observation, ResetPrefixCache, dump_case
-    from hybridfuzz.case import EngineConfig, OracleSpec
-    from hybridfuzz.model import FULL, LINEAR, ModelSpec
-
-    rng = random.Random(seed)
-    os.makedirs(os.path.join(path, "findings"), exist_ok=True)
-    bugs = {  # (dtype, prefix caching) -> signature, how likely a case there hits it
-        ("fp8", True): ("reference:beyond-noise:3f9a1c02", 0.25),
-        ("auto", True): ("self_consistency:repeat-differs:8b21d7e4", 0.08),
-        ("fp8_e5m2", None): ("health:nonfinite:c0ffee11", 0.12),
-    }
-    t, events, first = 0.0, [], None
-    steps_pool = ["generate,generate", "generate,reset_prefix_cache,generate", "generate,sleep,wake_up,generate",
-                  "generate,generate,generate", "generate,sleep,wake_up,reset_prefix_cache,generate", "generate"]
-    for i in range(n):
-        dt = rng.uniform(3, 11)
-        t += dt
-        dtype = rng.choice(["auto", "auto", "fp8", "fp8_e4m3", "fp8_e5m2"])
-        pc = rng.choice([True, False, None])
-        layers = "".join(rng.choice("LF") for _ in range(rng.randint(2, 4)))
-        if "L" not in layers:
-            layers = "L" + layers[1:]
-        steps = rng.choice(steps_pool)
-        status, sig = "pass", ""
-        bug = bugs.get((dtype, pc))
-        if bug and rng.random() < bug[1] * (1 + i / n):
-            status, sig = "divergence", bug[0]
-        elif rng.random() < 0.05:
-            status = "unsupported"
-        events.append({"t": round(t, 2), "phase": "generate", "status": status, "signature": sig, "kv_cache_dtype": dtype,
-                       "layers": layers, "prefix_caching": pc, "steps": steps, "seconds": round(dt * 0.9, 2)})
-        if status == "divergence":
-            if first is None:
-                first = t
-            for _ in range(rng.randint(2, 5)):  # shrinking
-                t += rng.uniform(2, 6)
-                events.append({"t": round(t, 2), "phase": "shrink", "status": rng.choice(["divergence", "pass"]), "signature": sig if rng.random() < .6 else "",
-                               "kv_cache_dtype": dtype, "layers": layers, "prefix_caching": pc, "steps": "generate,generate", "seconds": 3.0})
-    found = sorted({e["signature"] for e in events if e["status"] == "divergence" and e["signature"]})
-    for sig in found:
-        oracle, symptom = sig.split(":")[0], sig.split(":")[1]
-        dtype = next(k[0] for k, v in bugs.items() if v[0] == sig)
-        case = Case(model=ModelSpec(layers=(LINEAR, FULL)), engine=EngineConfig(kv_cache_dtype=dtype, enable_prefix_caching=True),
-                    steps=[Generate(prompts=[[5, 6, 7, 8]]), ResetPrefixCache(), Generate(prompts=[[5, 6, 7, 8]])],
-                    oracle=OracleSpec(checks=["health", "self_consistency", "reference"]),
-                    observed=[Observation(vllm="0.32.0", verdict="divergence", oracle=oracle, summary=f"synthetic {symptom} finding at token 1",
-                                          signature=sig, evidence=["synthetic"])])
-        with open(os.path.join(path, "findings", sig.replace(":", "_") + ".yaml"), "w", encoding="utf-8") as f:
-            f.write(dump_case(case))
-    with open(os.path.join(path, "events.jsonl"), "w", encoding="utf-8") as f:
-        for e in events:
-            f.write(json.dumps(e) + "\n")
-    summary = {"started": "2026-11-29T10:00:00+00:00", "budget_s": budget_s, "elapsed_s": round(t, 2), "cases": len(events),
-               "findings": len(found), "time_to_first_finding_s": round(first, 2) if first is not None else None,
-               "shrink_s": round(sum(e["seconds"] for e in events if e["phase"] == "shrink"), 2), "engine": "cpu", "vllm": "0.32.0", "seed": seed}
-    with open(os.path.join(path, "summary.json"), "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=2)
-    return path

@@ -15,7 +15,11 @@ import time
 import pytest
 
 import hybridfuzz  # noqa: F401  (torchvision guard before vLLM)
-from hybridfuzz import campaign as C
+from hybridfuzz.campaign import claims as C
+from hybridfuzz.campaign.database import KeepOthersDatabase, redis_client
+from hybridfuzz.campaign.records import FindingState, iter_events
+from hybridfuzz.campaign.state import FindingStore
+from hybridfuzz.campaign.stats import aggregate
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -42,7 +46,7 @@ def redis_url(tmp_path_factory):
             if proc.poll() is not None:
                 break
             try:
-                C.redis_client(url)
+                redis_client(url)
                 break
             except Exception:
                 time.sleep(0.05)
@@ -64,30 +68,36 @@ def _dead_pid() -> int:
     return p.pid
 
 
-def _finding(findings_dir, sig: str, done: bool) -> None:
-    from hybridfuzz.case import Case, Generate, Observation, dump_case
+def _finding(store: FindingStore, findings_dir, sig: str, state: FindingState) -> None:
+    from hybridfuzz.case import Case, Generate, Observation
     from hybridfuzz.findings import write_finding
     from hybridfuzz.model import ModelSpec
 
-    note = "found by test" + ("; " + C.DONE_MARK if done else "")
     case = Case(model=ModelSpec(layers=("linear_attention", "full_attention")), steps=[Generate(prompts=[[5, 6, 7]], max_tokens=2)],
-                note=note, observed=[Observation(vllm="0", verdict="divergence", device="cpu", signature=sig)])
-    write_finding(str(findings_dir), case)
+                note="found by test", observed=[Observation(vllm="0", verdict="divergence", device="cpu", signature=sig)])
+    store.set(sig, state, write_finding(str(findings_dir), case), case)
+
+
+def _store(kind, tmp_path, redis_url=None) -> FindingStore:
+    return FindingStore(str(tmp_path), redis_client(redis_url) if kind == "redis" else None)
 
 
 def _claims(kind, tmp_path, worker, redis_url=None, stale=120.0):
+    store = _store(kind, tmp_path, redis_url)
     if kind == "redis":
-        return C.RedisClaims(C.redis_client(redis_url), worker, str(tmp_path / "findings"), stale)
-    return C.FileClaims(str(tmp_path), worker, str(tmp_path / "findings"), stale)
+        return C.RedisClaims(redis_client(redis_url), worker, store, stale)
+    return C.FileClaims(str(tmp_path), worker, store, stale)
 
 
 @pytest.fixture(params=["file", "redis"])
 def claims_pair(request, tmp_path):
     url = request.getfixturevalue("redis_url") if request.param == "redis" else None
     if url:
-        C.redis_client(url).flushdb()
+        redis_client(url).flushdb()
     (tmp_path / "findings").mkdir()
-    return lambda worker, stale=120.0: _claims(request.param, tmp_path, worker, url, stale), tmp_path
+    make = lambda worker, stale=120.0: _claims(request.param, tmp_path, worker, url, stale)  # noqa: E731
+    make.store = _store(request.param, tmp_path, url)
+    return make, tmp_path
 
 
 def test_claim_is_exclusive_reentrant_and_done_is_final(claims_pair):
@@ -98,12 +108,15 @@ def test_claim_is_exclusive_reentrant_and_done_is_final(claims_pair):
     assert b.claim("crash:X") is False          # a is alive and beating
     assert a.claim("crash:X") is True           # its own claim
     assert make("host/a").claim("crash:X")      # the same worker restarted takes its claim back
-    _finding(tmp / "findings", "crash:X", done=False)
+    _finding(make.store, tmp / "findings", "crash:X", FindingState.OPEN)
     assert b.claim("crash:X") is False          # an open finding is still a's
-    _finding(tmp / "findings", "crash:X", done=True)
+    assert C.done_signatures(make.store) == set()
+    _finding(make.store, tmp / "findings", "crash:X", FindingState.REPLAYED)
     a.sweep()
     assert b.claim("crash:X") is False and "crash:X" in b.done
-    assert C.done_signatures(str(tmp / "findings")) == {"crash:X"}
+    assert C.done_signatures(make.store) == {"crash:X"}
+    _finding(make.store, tmp / "findings", "crash:F", FindingState.FLAKY)  # set aside: done too
+    assert C.done_signatures(make.store) == {"crash:X", "crash:F"}
 
 
 def test_stale_claim_is_taken_over(claims_pair):
@@ -141,9 +154,11 @@ def test_statistics_survive_a_cut_line_and_restarts(tmp_path):
              {"t": 2.0, "phase": "generate"}, {"t": 7.5, "phase": "generate"}]  # session 2
     (w / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"t": 9.0, "pha')
     (w / "sessions.jsonl").write_text('{"start": 1}\n{"start": 2}\n')
-    s = C.worker_stats(str(w))
+    problems: list[str] = []
+    assert [e.t for e in iter_events(str(tmp_path), problems)] == [1.0, 5.0, 2.0, 7.5] and len(problems) == 1
+    agg = aggregate(str(tmp_path), {"spent_s": 60.0})
+    s = agg["per_worker"]["0"]
     assert (s["cases"], s["shrink_cases"], s["busy_s"], s["starts"]) == (4, 1, 12.5, 2)
-    agg = C.aggregate(str(tmp_path), {"spent_s": 60.0})
     assert agg["cases"] == 4 and agg["cases_per_min"] == 4.0 and agg["restarts"] == 1
 
 
@@ -162,7 +177,7 @@ def fault_campaign(tmp_path_factory, redis_url):
     """Two CPU workers sharing Redis, HYBRIDFUZZ_FAULT=wake-zero; the first worker seen shrinking is
     killed with kill -9 and restarted by the campaign. Returns (dir, summary, log, killed)."""
     d = tmp_path_factory.mktemp("campaign")
-    C.redis_client(redis_url).flushdb()
+    redis_client(redis_url).flushdb()
     budget = int(os.environ.get("HYBRIDFUZZ_CAMPAIGN_TEST_BUDGET", "270"))
     env = dict(os.environ, HYBRIDFUZZ_FAULT="wake-zero")
     log = open(d / "campaign.log", "w")
@@ -231,7 +246,7 @@ def test_a_worker_keeps_examples_another_worker_is_shrinking():
     from hypothesis.database import InMemoryExampleDatabase
 
     inner = InMemoryExampleDatabase()
-    db = C.KeepOthersDatabase(inner)
+    db = KeepOthersDatabase(inner)
     db.save(b"k", b"x")
     db.keep = True   # the claim hook declined: another worker's open signature
     db.delete(b"k", b"x")

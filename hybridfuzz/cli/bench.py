@@ -1,11 +1,39 @@
-"""``hybridfuzz bench``: per-case latency, cases/min and peak memory, naive vs fast path."""
+"""``hybridfuzz bench``: per-case latency, cases/min and peak memory, naive vs fast path;
+or ``--at-once N,M``: that many fresh engines started at the same moment."""
 from __future__ import annotations
 
+import argparse
 import json
-import sys
+
+from hybridfuzz.cli import options
+
+NAME = "bench"
+HELP = "naive path vs fast path: per-case latency, cases/min, peak memory (or --at-once: engines started together)"
+EXITS = {0: "measured", 1: "--at-once: an engine failed to start"}
 
 
-def cmd_bench(args) -> int:
+def counts(text: str) -> list[int]:
+    """--at-once: '8,16' -> [8, 16]; ',' or '0' would start nothing and still exit 0."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected counts like 8,16; got {text!r}")
+    return values
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--repeat", type=options.positive_int, default=3, help="runs of each fixed case on the fast paths")
+    p.add_argument("--naive-repeat", type=options.positive_int, default=1, help="runs of each fixed case on the naive path")
+    p.add_argument("--workers", type=options.positive_int, default=2, help="engines at once for the parallel fast path")
+    p.add_argument("--skip-naive", action="store_true")
+    options.add_timeout(p, 600.0)
+    p.add_argument("--at-once", type=counts, help="instead: start this many engines at the same moment (e.g. 8,16) and report start-up failures")
+    options.add_json(p)
+
+
+def run(args) -> int:
     from hybridfuzz.bench import bench_cases, run_path
     from hybridfuzz.engines.forkserver import ForkServer
     from hybridfuzz.engines.subprocess_host import SubprocessHost
@@ -49,13 +77,7 @@ def _at_once(args) -> int:
     """Engines started at the same moment, for each requested count: do they all come up?"""
     from hybridfuzz.bench import engines_at_once
 
-    try:
-        counts = [int(x) for x in args.at_once.split(",") if x.strip()]
-        if not counts or min(counts) < 1:  # "," or "0" would start nothing and still exit 0
-            raise ValueError(args.at_once)
-    except ValueError:
-        print(f"hybridfuzz: --at-once: expected counts like 8,16; got {args.at_once!r}", file=sys.stderr)
-        return 2
+    counts = args.at_once
     rows = [engines_at_once(n, args.timeout) for n in counts]
     report = {"env": environment_without_cuda(), "mode": "engines at once", "rows": rows}
     if args.json:
@@ -85,15 +107,3 @@ def environment_without_cuda() -> dict:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout
         device = ", ".join(x.strip() for x in out.splitlines() if x.strip()) or "cpu"
     return {"vllm": vllm_version(), "torch": torch.__version__, "device": device}
-
-
-def register(sub) -> None:
-    b = sub.add_parser("bench", help="naive path vs fast path: per-case latency, cases/min, peak memory")
-    b.add_argument("--repeat", type=int, default=3, help="runs of each fixed case on the fast paths")
-    b.add_argument("--naive-repeat", type=int, default=1, help="runs of each fixed case on the naive path")
-    b.add_argument("--workers", type=int, default=2, help="engines at once for the parallel fast path")
-    b.add_argument("--skip-naive", action="store_true")
-    b.add_argument("--timeout", type=float, default=600.0)
-    b.add_argument("--at-once", help="instead: start this many engines at the same moment (e.g. 8,16) and report start-up failures")
-    b.add_argument("--json", action="store_true")
-    b.set_defaults(func=cmd_bench)

@@ -1,0 +1,97 @@
+"""Keep searching while shrinking: new findings are shrunk on spare engines, in a thread of
+their own with its own engine host, while the fuzz loop goes on generating (GPU default).
+
+Each finding is shrunk by the delta-debugging shrinker (``hybridfuzz.shrink``: several
+variants at once), written atomically after every improvement, then replayed once on a
+fresh engine; ``on_done`` hears whether it replayed. ``close()`` cuts a shrink short at the
+end of the budget: what is on disk is the smallest case found so far, and it is still
+replayed before it counts.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from hybridfuzz.case import Case, dump_case, load_case_file
+from hybridfuzz.store import write_atomic
+
+
+@dataclass(frozen=True)
+class ShrinkJob:
+    signature: str
+    path: str
+
+
+@dataclass(frozen=True)
+class ShrinkOutcome:
+    signature: str
+    path: str
+    case: Case
+    replays: bool
+    shrink_s: float
+    engine_runs: int
+    finished: bool  # False: the budget ended before the shrinker found nothing smaller
+
+
+class BackgroundShrinker:
+    def __init__(self, make_host: Callable[[], object], parallel: int, budget_s: float, timeout_s: float,
+                 on_done: Callable[[ShrinkOutcome], None], log: Callable[[str], None] = lambda line: None):
+        self._make_host = make_host
+        self.parallel = parallel
+        self.budget_s = budget_s
+        self.timeout_s = timeout_s
+        self.on_done = on_done
+        self.log = log
+        self._jobs: queue.Queue[ShrinkJob | None] = queue.Queue()
+        self.deadline = float("inf")  # no shrink runs past it (the loop sets its budget end plus a grace)
+        self._thread = threading.Thread(target=self._work, name="hybridfuzz-shrinker", daemon=True)
+        self._started = False
+        self.busy_s = 0.0
+        self.pending = 0
+
+    def submit(self, signature: str, path: str) -> None:
+        if not self._started:
+            self._started = True
+            self._thread.start()
+        self.pending += 1
+        self._jobs.put(ShrinkJob(signature, path))
+
+    def _work(self) -> None:
+        from hybridfuzz.executor import evaluate
+        from hybridfuzz.shrink import shrink
+
+        host = self._make_host()
+        try:
+            while True:
+                job = self._jobs.get()
+                if job is None:
+                    return
+                t0 = time.time()
+                case = load_case_file(job.path)
+                observed = case.observed
+
+                def keep(smaller: Case, verdict, why: str, path=job.path, observed=observed) -> None:
+                    write_atomic(path, dump_case(smaller.replace(observed=observed)))
+
+                budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
+                result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel, self.timeout_s,
+                                on_smaller=keep, log=self.log)
+                minimal = load_case_file(job.path)
+                again = evaluate(minimal.replace(observed=[]), host, self.timeout_s)
+                self.busy_s += time.time() - t0
+                self.pending -= 1
+                self.on_done(ShrinkOutcome(job.signature, job.path, minimal, again.verdict.signature == job.signature,
+                                           round(time.time() - t0, 1), result.runs, result.finished))
+        finally:
+            host.close()
+
+    def close(self, deadline: float) -> None:
+        """Finish the queue by ``deadline`` (shrinks are cut short to fit), then stop."""
+        if not self._started:
+            return
+        self.deadline = min(self.deadline, deadline)
+        self._jobs.put(None)
+        self._thread.join()

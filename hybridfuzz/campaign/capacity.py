@@ -1,0 +1,70 @@
+"""How much work one GPU host takes: engines per GPU from its free memory and a measured
+per-engine footprint, capped by the CPU cores that engine start-up is bound on.
+
+Calibration (``hybridfuzz bench --at-once 8,16,24`` on an H200, vLLM 0.32.0, 2026-11-30,
+results/gpu-h200x2-2026-11-30-vllm-0.32.0/bench-at-once.json): 8, 16 and 24 tiny engines
+peaked at 11063, 19333 and 21106 MB of GPU memory, under 1.4 GB an engine; 48 engines on
+vLLM 0.26.0 took 41 GB (issue #12). Start-up is CPU-bound: on 16 cores, 32 and 48
+engines at once started in a median 22 and 34 s (69-71 starts/min) where 24 took 13 s,
+so slots beyond about 1.5 per core only queue.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+ENGINE_FOOTPRINT_MB = 1400  # per tiny engine, with headroom over the measured 0.9-1.4 GB
+MEMORY_FRACTION = 0.8  # of the free memory, for engines (the rest: fragmentation, sleep/wake peaks)
+SLOTS_PER_CORE = 1.5
+ENGINES_PER_WORKER = 2  # a session and its reference session
+
+
+@dataclass(frozen=True)
+class GpuPlan:
+    gpus: int
+    free_mb: list[int]
+    slots_per_gpu: int  # engines at once on one GPU
+    workers_per_gpu: int  # Hypothesis workers, each running a session pair
+    shrink_parallel: int  # engines each worker's background shrinker may use
+
+    def describe(self) -> str:
+        return (f"{self.gpus} GPU(s), free {', '.join(f'{m / 1024:.0f} GiB' for m in self.free_mb)}: "
+                f"{self.slots_per_gpu} engine slots per GPU ({ENGINE_FOOTPRINT_MB} MB each, capped at "
+                f"{SLOTS_PER_CORE} per core), {self.workers_per_gpu} workers per GPU")
+
+
+def gpu_free_mb() -> list[int]:
+    """Free memory of each visible GPU, from nvidia-smi (no CUDA context in this process)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.free", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = {}
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            rows[int(parts[0])] = int(parts[1])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [int(d) for d in visible.split(",") if d.strip().isdigit()]
+        return [rows[i] for i in ids if i in rows]
+    return [rows[i] for i in sorted(rows)]
+
+
+def plan(free_mb: list[int], cores: int) -> GpuPlan:
+    """The split for these GPUs and cores: pure, so it is tested without a GPU."""
+    if not free_mb:
+        return GpuPlan(0, [], 0, 0, 0)
+    by_memory = int(min(free_mb) * MEMORY_FRACTION // ENGINE_FOOTPRINT_MB)
+    by_cores = max(2, int(cores * SLOTS_PER_CORE) // len(free_mb))
+    slots = max(2, min(by_memory, by_cores))
+    # three quarters of the slots generate; the rest are the background shrinkers' spares
+    workers = max(1, (slots * 3 // 4) // ENGINES_PER_WORKER)
+    spare = max(2, slots - workers * ENGINES_PER_WORKER)
+    return GpuPlan(len(free_mb), free_mb, slots, workers, max(2, spare // 2))
+
+
+def detect(cores: int | None = None) -> GpuPlan:
+    return plan(gpu_free_mb(), cores or os.cpu_count() or 1)

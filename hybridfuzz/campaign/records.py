@@ -1,0 +1,141 @@
+"""Typed records a run writes and ``report``/``campaign-status`` read: one line per case
+(``CaseEvent``), the loop's summary (``RunSummary``), and a finding's state (``FindingState``).
+
+``iter_events(dir)`` is the one reader of events: it covers a ``fuzz`` directory
+(DIR/events.jsonl) and a ``campaign`` directory (DIR/workers/<i>/events.jsonl), skips a
+line cut by ``kill -9``, and gives every event the worker it came from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterator, Literal
+
+from hybridfuzz.case import STEP_NAMES, Case
+
+Phase = Literal["generate", "shrink"]
+Status = Literal["pass", "divergence", "unsupported"]
+# Steps by their YAML name (case.STEP_NAMES); files written before the names were unified used class names.
+_CLASS_TO_STEP = {cls.__name__: name for cls, name in STEP_NAMES.items()}
+
+
+class FindingState(str, Enum):
+    """Where a signature's finding stands in a campaign."""
+
+    OPEN = "open"  # written; still shrinking, or its worker died (a later worker resumes it)
+    REPLAYED = "replayed"  # minimal case replayed on a fresh engine with the same signature: reported
+    FLAKY = "flaky"  # did not replay: set aside as <sig>.yaml.flaky
+
+    @property
+    def done(self) -> bool:
+        """No worker will shrink it again."""
+        return self is not FindingState.OPEN
+
+
+@dataclass(frozen=True)
+class CaseEvent:
+    t: float  # seconds since this loop started (a restarted worker starts again at 0)
+    phase: Phase
+    status: Status
+    signature: str
+    kv_cache_dtype: str
+    layers: str  # "LF..." (L = linear attention, F = full attention)
+    prefix_caching: bool | None
+    steps: tuple[str, ...]  # YAML step names: generate, sleep, wake_up, reset_prefix_cache
+    seconds: float
+    wall: float | None = None  # epoch seconds (None in files written before it existed)
+    worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
+
+    @classmethod
+    def of(cls, case: Case, status: Status, signature: str, t: float, seconds: float, phase: Phase) -> CaseEvent:
+        e = case.engine
+        return cls(t=round(t, 3), phase=phase, status=status, signature=signature, kv_cache_dtype=e.kv_cache_dtype,
+                   layers="".join("L" if k == "linear_attention" else "F" for k in case.model.layers),
+                   prefix_caching=e.enable_prefix_caching, steps=tuple(STEP_NAMES[type(s)] for s in case.steps),
+                   seconds=round(seconds, 3), wall=round(time.time(), 3))
+
+    def to_json(self) -> str:
+        d = dataclasses.asdict(self)
+        d.pop("worker")
+        d["steps"] = list(self.steps)
+        return json.dumps(d)
+
+    @classmethod
+    def from_dict(cls, d: dict, worker: str = "") -> CaseEvent:
+        steps = d.get("steps", ())
+        if isinstance(steps, str):
+            steps = [s for s in steps.split(",") if s]
+        return cls(t=float(d.get("t", 0.0)), phase=d.get("phase", "generate"), status=d.get("status", "pass"),
+                   signature=d.get("signature") or "", kv_cache_dtype=str(d.get("kv_cache_dtype", "")),
+                   layers=str(d.get("layers", "")), prefix_caching=d.get("prefix_caching"),
+                   steps=tuple(_CLASS_TO_STEP.get(s, s) for s in steps), seconds=float(d.get("seconds", 0.0)),
+                   wall=d.get("wall"), worker=worker)
+
+
+def event_files(run_dir: str) -> list[tuple[str, str]]:
+    """(worker, path) of every events.jsonl of a fuzz or campaign directory, workers in index order."""
+    out = [("", os.path.join(run_dir, "events.jsonl"))]
+    wdirs = glob.glob(os.path.join(run_dir, "workers", "*"))
+    for wdir in sorted(wdirs, key=lambda p: (not os.path.basename(p).isdigit(), int(os.path.basename(p)) if os.path.basename(p).isdigit() else 0, p)):
+        out.append((os.path.basename(wdir), os.path.join(wdir, "events.jsonl")))
+    return [(w, p) for w, p in out if os.path.isfile(p)]
+
+
+def iter_events(run_dir: str, problems: list[str] | None = None) -> Iterator[CaseEvent]:
+    """Every case event of a run directory, file by file in the order written.
+
+    A line that is not a JSON object (the tail cut by ``kill -9``) is skipped and, when
+    ``problems`` is given, noted there."""
+    for worker, path in event_files(run_dir):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    d = json.loads(line)
+                    if not isinstance(d, dict):
+                        raise ValueError(line)
+                    yield CaseEvent.from_dict(d, worker)
+                except (ValueError, TypeError):
+                    if problems is not None:
+                        problems.append(f"{os.path.relpath(path, run_dir)} line {n}: not an event")
+
+
+@dataclass
+class FoundRecord:
+    """One reported finding of a fuzz loop run."""
+
+    signature: str
+    path: str
+    summary: str
+    found_s: float
+    size: list[int]
+    shrink_s: float
+
+
+@dataclass
+class RunSummary:
+    """DIR/summary.json of a ``fuzz`` run (a campaign's DIR/summary.json is its aggregate)."""
+
+    started: str
+    budget_s: float
+    elapsed_s: float
+    cases: int
+    findings: int
+    time_to_first_finding_s: float | None
+    shrink_s: float
+    engine: str
+    vllm: str
+    seed: int
+    not_replayed: int = 0
+    finding_list: list[FoundRecord] = field(default_factory=list)
+    fault_injected: str = ""
+    interrupted: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)

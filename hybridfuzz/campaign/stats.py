@@ -1,0 +1,88 @@
+"""Statistics of a campaign directory, live or finished (``campaign-status``, DIR/summary.json).
+
+Cases and busy time come from the append-only events (``records.iter_events``), so they
+survive ``kill -9``; findings and their states from the finding store (every host with --redis).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+from hybridfuzz.campaign.records import CaseEvent, FindingState, iter_events
+from hybridfuzz.campaign.state import FindingStore
+
+
+def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
+    """Cases, busy time and sessions of one worker (a session restarts t at 0)."""
+    busy, sessions, last_t, phase, shrink_cases = 0.0, 0, None, None, 0
+    for e in events:
+        if last_t is None or e.t < last_t:
+            sessions += 1
+            if last_t is not None:
+                busy += last_t
+        last_t = e.t
+        phase = e.phase
+        shrink_cases += e.phase == "shrink"
+    busy += last_t or 0.0
+    starts = 0
+    try:
+        with open(os.path.join(wdir, "sessions.jsonl"), encoding="utf-8") as f:
+            starts = sum(1 for _ in f)
+    except OSError:
+        pass
+    state = {}
+    try:
+        with open(os.path.join(wdir, "state.json"), encoding="utf-8") as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        pass
+    return {"cases": len(events), "shrink_cases": shrink_cases, "busy_s": round(busy, 1), "starts": starts,
+            "last_phase": phase, "state": state}
+
+
+def findings_list(store: FindingStore) -> list[dict]:
+    return [{"signature": r.signature, "path": r.path, "host": r.host, "summary": r.summary, "state": r.state.value, "size": r.size}
+            for r in sorted(store.all().values(), key=lambda r: r.signature)]
+
+
+def load_meta(campaign_dir: str) -> dict:
+    try:
+        with open(os.path.join(campaign_dir, "campaign.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore | None = None) -> dict:
+    meta = meta if meta is not None else load_meta(campaign_dir)
+    store = store or FindingStore(campaign_dir)
+    by_worker: dict[str, list[CaseEvent]] = defaultdict(list)
+    for e in iter_events(campaign_dir):
+        by_worker[e.worker].append(e)
+    wroot = os.path.join(campaign_dir, "workers")
+    names = set(by_worker) | {n for n in (os.listdir(wroot) if os.path.isdir(wroot) else ()) if os.path.isdir(os.path.join(wroot, n))}
+    names.discard("")
+    workers = {n: worker_stats(os.path.join(wroot, n), by_worker.get(n, []))
+               for n in sorted(names, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))}
+    cases = sum(w["cases"] for w in workers.values())
+    spent = float(meta.get("spent_s", 0.0))
+    found = meta.get("seen", {})
+    first_found = [v["found_s"] for v in found.values() if v.get("found_s") is not None]
+    first_reported = [v["reported_s"] for v in found.values() if v.get("reported_s") is not None]
+    fl = findings_list(store)
+    return {
+        "dir": os.path.abspath(campaign_dir), "budget_s": meta.get("budget_s"), "spent_s": round(spent, 1),
+        "runs": meta.get("runs", 0), "workers": len(workers), "cases": cases,
+        "cases_per_min": round(cases / (spent / 60), 2) if spent > 0 else None,
+        "worker_busy_s": round(sum(w["busy_s"] for w in workers.values()), 1),
+        "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
+        "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
+        "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),
+        "time_to_first_finding_s": min(first_found) if first_found else None,
+        "time_to_first_report_s": min(first_reported) if first_reported else None,
+        "database": meta.get("database"), "engine": meta.get("engine"), "seed": meta.get("seed"),
+        "fault_injected": os.environ.get("HYBRIDFUZZ_FAULT", ""),
+        "restarts": sum(max(0, w["starts"] - 1) for w in workers.values()),
+        "finding_list": fl, "seen": found, "per_worker": workers,
+    }

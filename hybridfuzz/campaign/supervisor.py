@@ -1,0 +1,194 @@
+"""The campaign supervisor: N worker processes (``hybridfuzz campaign-worker``) until the
+budget is spent; resumable, since the budget spent so far is kept in DIR/campaign.json."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, Literal
+
+from hybridfuzz.campaign.config import WorkerSettings
+from hybridfuzz.campaign.stats import aggregate, findings_list, load_meta
+from hybridfuzz.campaign.worker import make_store
+from hybridfuzz.store import write_atomic
+
+Engine = Literal["cpu", "gpu"]
+
+
+def gpu_count() -> int:
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        return len([d for d in vis.split(",") if d.strip()])
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+class CampaignSupervisor:
+    """Starts the workers, restarts a worker that dies, notes when each signature is found and
+    reported, writes DIR/campaign.json and DIR/summary.json, and stops every worker in order."""
+
+    def __init__(self, campaign_dir: str, budget_s: float, workers: int = 0, engine: Engine = "cpu", seed: int = 0,
+                 settings: WorkerSettings = WorkerSettings(engines=0), status_every_s: float = 30.0,
+                 log: Callable[[str], None] = print, on_status: Callable[[dict, dict[str, str]], None] | None = None,
+                 restart_limit: int = 20):
+        self.dir = campaign_dir
+        self.engine = engine
+        gpus = gpu_count() if engine == "gpu" else 0
+        if engine == "gpu" and not gpus:
+            raise RuntimeError("--engine gpu: no GPU visible (nvidia-smi -L lists none)")
+        cores = os.cpu_count() or 1
+        self.workers = workers or (gpus if engine == "gpu" else max(1, cores // 2))
+        self.settings = dataclasses.replace(settings, engines=settings.engines or (4 if engine == "gpu" else max(1, cores // self.workers)))
+        self.gpus = gpus
+        self.budget_s = budget_s
+        self.seed = seed
+        self.status_every_s = status_every_s
+        self.log = log
+        self.on_status = on_status
+        self.store = make_store(campaign_dir, settings.redis_url)
+        self.interrupted = False
+        self.restart_limit = restart_limit
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.restarts: dict[int, int] = {}
+        self._stopping = False
+
+    def _worker_cmd(self, i: int, until: float) -> list[str]:
+        return [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker", "--dir", self.dir, "--index", str(i),
+                "--until", repr(until), "--seed", str(self.seed * 100 + i), *self.settings.argv()]
+
+    def _start(self, i: int, until: float) -> None:
+        env = dict(os.environ)
+        if self.engine == "gpu":
+            env["CUDA_VISIBLE_DEVICES"] = str(i % self.gpus)
+        wdir = os.path.join(self.dir, "workers", str(i))
+        os.makedirs(wdir, exist_ok=True)
+        logf = open(os.path.join(wdir, "worker.log"), "a")
+        # own session: a terminal's Ctrl-C reaches the supervisor only, which stops the workers in order
+        self.procs[i] = subprocess.Popen(self._worker_cmd(i, until), env=env, stdout=logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        logf.close()
+
+    def _save_meta(self, meta: dict) -> None:
+        write_atomic(os.path.join(self.dir, "campaign.json"), json.dumps(meta, indent=2))
+
+    def _observe(self, meta: dict, t_campaign: float) -> None:
+        """Note when each signature first appears on disk and when it is first reported (done)."""
+        seen = meta.setdefault("seen", {})
+        for f in findings_list(self.store):
+            s = seen.setdefault(f["signature"], {"found_s": round(t_campaign, 1), "reported_s": None})
+            if f["state"] != "open" and s["reported_s"] is None:
+                s["reported_s"] = round(t_campaign, 1)
+
+    def phases(self, summary: dict) -> dict[str, str]:
+        """Each worker's phase now: generate, shrink, starting, down, ..."""
+        out = {}
+        for i, w in summary["per_worker"].items():
+            p = self.procs.get(int(i)) if i.isdigit() else None
+            if p is None or p.poll() is not None:
+                out[i] = "down"
+            else:
+                out[i] = (w["state"].get("phase") or "-") if w["state"].get("pid") == p.pid else "starting"
+        return out
+
+    def status_line(self, summary: dict, t: float, window: tuple[float, int]) -> str:
+        rate = (summary["cases"] - window[1]) / max(1e-9, (t - window[0])) * 60
+        phases = self.phases(summary)
+        parts = [f"w{i}:{phases[i]}/{w['cases']}" for i, w in summary["per_worker"].items()]
+        return (f"[{summary['spent_s']:7.0f}s] cases {summary['cases']} ({rate:.1f}/min now, {summary['cases_per_min'] or 0}/min overall) "
+                f"findings {summary['findings']} done, {summary['findings_open']} open  " + " ".join(parts))
+
+    def stop(self, *_a) -> None:
+        self._stopping = True
+        self.interrupted = True
+
+    def run(self) -> dict:
+        os.makedirs(os.path.join(self.dir, "findings"), exist_ok=True)
+        meta = load_meta(self.dir)
+        spent0 = float(meta.get("spent_s", 0.0))
+        redis_url = self.settings.redis_url
+        meta.update({"budget_s": self.budget_s, "runs": int(meta.get("runs", 0)) + 1, "engine": self.engine,
+                     "seed": self.seed, "workers": self.workers, "engines_per_worker": self.settings.engines,
+                     "database": ("redis+dir " + redis_url) if redis_url else "dir",
+                     "spent_s": spent0})
+        meta.setdefault("started", time.time())
+        self._save_meta(meta)
+        left = self.budget_s - spent0
+        if left <= 0:
+            self.log(f"campaign {self.dir}: budget {self.budget_s:.0f}s already spent ({spent0:.0f}s); raise --budget to go on")
+            return self.finish(meta)
+        t0 = time.time()
+        until = t0 + left
+        old = {s: signal.signal(s, self.stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        self.log(f"campaign {self.dir}: {self.workers} workers x {self.settings.engines} engines ({self.engine}), "
+                 f"{left:.0f}s of {self.budget_s:.0f}s left, database {meta['database']}")
+        try:
+            for i in range(self.workers):
+                self._start(i, until)
+            last_status = time.time()
+            window = (spent0, aggregate(self.dir, meta, self.store)["cases"])
+            while True:
+                time.sleep(1.0)
+                now = time.time()
+                meta["spent_s"] = spent0 + (now - t0)
+                self._observe(meta, meta["spent_s"])
+                if self._stopping:
+                    break
+                alive = 0
+                for i, p in list(self.procs.items()):
+                    rc = p.poll()
+                    if rc is None:
+                        alive += 1
+                    elif rc != 0 and now < until - 5 and self.restarts.get(i, 0) < self.restart_limit:
+                        self.restarts[i] = self.restarts.get(i, 0) + 1
+                        self.log(f"worker {i} ended with status {rc}: restarting it ({self.restarts[i]})")
+                        self._start(i, until)
+                        alive += 1
+                if not alive or now > until + 2 * self.settings.timeout_s + 60:
+                    break
+                if now - last_status >= self.status_every_s:
+                    self._save_meta(meta)
+                    summary = aggregate(self.dir, meta, self.store)
+                    write_atomic(os.path.join(self.dir, "summary.json"), json.dumps(summary, indent=2))
+                    if self.on_status:
+                        self.on_status(summary, self.phases(summary))
+                    else:
+                        self.log(self.status_line(summary, meta["spent_s"], window))
+                    window = (meta["spent_s"], summary["cases"])
+                    last_status = now
+        finally:
+            self._shutdown()
+            for s, h in old.items():
+                signal.signal(s, h)
+            meta["spent_s"] = spent0 + (time.time() - t0)
+            self._observe(meta, meta["spent_s"])
+        return self.finish(meta)
+
+    def _shutdown(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    p.send_signal(signal.SIGTERM)
+        # a worker ends its case in flight (bounded by --timeout) and, mid-shrink, replays the target once
+        deadline = time.time() + 2 * self.settings.timeout_s + 60
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=max(1.0, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def finish(self, meta: dict) -> dict:
+        self._save_meta(meta)
+        summary = aggregate(self.dir, meta, self.store)
+        summary["interrupted"] = self.interrupted
+        write_atomic(os.path.join(self.dir, "summary.json"), json.dumps(summary, indent=2))
+        return summary

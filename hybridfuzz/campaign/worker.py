@@ -1,0 +1,130 @@
+"""One campaign worker: a FuzzLoop until its deadline or SIGTERM, in its own directory
+DIR/workers/<i>/ (events.jsonl, summary.json, state.json, sessions.jsonl, worker.log),
+sharing the campaign's findings, example database, claims and finding states.
+
+Nothing is kept only in memory: a worker killed with ``kill -9`` at any moment leaves its
+findings (atomic files), its examples (the Hypothesis database saves each failing example
+while shrinking) and its statistics (events flushed per line); restarted under the same
+name it takes its own claims back and goes on shrinking from the database.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+from hybridfuzz.campaign.claims import HOST, Claims, FileClaims, RedisClaims, done_signatures
+from hybridfuzz.campaign.config import WorkerSettings
+from hybridfuzz.campaign.database import KeepOthersDatabase, make_database, redis_client
+from hybridfuzz.campaign.state import FindingStore
+from hybridfuzz.store import write_atomic
+
+HEARTBEAT_S = 10.0
+
+
+def make_store(campaign_dir: str, redis_url: str | None) -> FindingStore:
+    return FindingStore(campaign_dir, redis_client(redis_url) if redis_url else None)
+
+
+def make_claims(campaign_dir: str, worker: str, store: FindingStore, redis_url: str | None, stale_after_s: float) -> Claims:
+    if redis_url:
+        return RedisClaims(redis_client(redis_url), worker, store, stale_after_s)
+    return FileClaims(campaign_dir, worker, store, stale_after_s)
+
+
+def worker_name(campaign_dir: str, index: int) -> str:
+    tag = hashlib.sha1(os.path.abspath(campaign_dir).encode()).hexdigest()[:8]
+    return f"{HOST}/{tag}/w{index}"
+
+
+def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings: WorkerSettings) -> int:
+    """One FuzzLoop until ``until`` (epoch seconds) or SIGTERM; its own out dir, the campaign's shared state."""
+    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.strategies import detect_platform
+
+    out = os.path.join(campaign_dir, "workers", str(index))
+    findings = os.path.join(campaign_dir, "findings")
+    os.makedirs(out, exist_ok=True)
+    os.makedirs(findings, exist_ok=True)
+    name = worker_name(campaign_dir, index)
+    store = make_store(campaign_dir, settings.redis_url)
+    claims = make_claims(campaign_dir, name, store, settings.redis_url, settings.stale_after_s)
+    database = KeepOthersDatabase(make_database(campaign_dir, settings.redis_url))
+
+    def claim(sig: str) -> bool:
+        ok = claims.claim(sig)
+        database.keep = not ok and sig not in claims.done
+        return ok
+
+    session_start = time.time()
+    with open(os.path.join(out, "sessions.jsonl"), "a") as f:
+        f.write(json.dumps({"start": session_start, "pid": os.getpid(), "host": HOST, "worker": name}) + "\n")
+    claims.heartbeat()
+    state = {"worker": name, "index": index, "pid": os.getpid(), "host": HOST, "session_start": session_start,
+             "phase": "starting", "cases": 0, "findings": 0, "first_finding_at": None, "takeovers": []}
+    loop_box: list = []
+    stop = threading.Event()
+    parent = os.getppid()
+
+    def write_state() -> None:
+        state["t"] = time.time()
+        state["takeovers"] = list(claims.takeovers)
+        write_atomic(os.path.join(out, "state.json"), json.dumps(state))
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            try:
+                claims.heartbeat()
+                claims.sweep()
+                write_state()
+                if loop_box:
+                    loop_box[0].write_summary()
+            except Exception as e:  # a Redis hiccup must not end the worker
+                print(f"heartbeat: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            if os.getppid() != parent:  # the supervisor is gone: stop like on SIGTERM
+                request_stop()
+
+    def request_stop(*_a) -> None:
+        state["phase"] = "stopping"
+        if loop_box:
+            loop_box[0].stop()
+
+    def progress(stats, phase) -> None:
+        database.keep = False  # called for each example before the claim hook
+        state["phase"] = phase
+        state["cases"] = stats.cases
+        state["findings"] = len(stats.findings)
+        if stats.first_finding_s is not None and state["first_finding_at"] is None:
+            state["first_finding_at"] = stats.started + stats.first_finding_s
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    platform = settings.narrowing.apply(detect_platform())
+    print(f"worker {name}: pid {os.getpid()}, engine {platform.device}, {until - time.time():.0f}s left, seed {seed}", flush=True)
+    write_state()
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        with make_host("forkserver", workers=settings.engines, timeout=settings.timeout_s) as host:
+            cfg = FuzzConfig(budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,
+                             timeout_s=settings.timeout_s, known_dirs=settings.known_dirs, database=database,
+                             max_layers=settings.max_layers, max_steps=settings.max_steps, claim=claim,
+                             known_fn=lambda: done_signatures(store, *settings.known_dirs),
+                             on_state=lambda sig, st, path, case: store.set(sig, st, path, case))
+            loop = FuzzLoop(cfg, host, platform, progress)
+            loop_box.append(loop)
+            if state["phase"] == "stopping":
+                loop.stop()
+            state["phase"] = "generate"
+            loop.run()
+    finally:
+        stop.set()
+        claims.sweep()
+        state["phase"] = "exited"
+        write_state()
+    return 0  # what it found is in DIR/findings; a crash exits non-zero and the campaign restarts the worker

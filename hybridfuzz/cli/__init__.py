@@ -1,0 +1,125 @@
+"""The ``hybridfuzz`` command line.
+
+One module per command in this package. ``COMMANDS`` below lists them in workflow order
+(the order ``--help`` shows them); there is no discovery. Adding a command = one module
+defining ``NAME``, ``HELP`` (None hides an internal command from --help), ``EXITS``
+(its own exit codes; 2 and 130 hold for every command), ``add_arguments(parser)`` and
+``run(args) -> int``, plus one line in ``COMMANDS``.
+
+Shared options live in ``options.py``; exit codes and the one-line error rule in
+``errors.py``, applied here in ``main`` for every command: bad flags or input print one
+line and exit 2, Ctrl-C exits 130, and no command prints a traceback (a bug in
+hybridfuzz itself prints one line and exits 70; HYBRIDFUZZ_DEBUG=1 re-raises it).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from types import ModuleType
+
+from hybridfuzz.cli import errors
+
+COMMANDS: tuple[str, ...] = (
+    "replay",
+    "fuzz",
+    "shrink",
+    "export",
+    "corpus",
+    "bisect",
+    "campaign",
+    "campaign_status",
+    "report",
+    "platform",
+    "bench",
+    "calibrate",
+    "check_components",
+    "atheris",
+    "campaign_worker",  # internal: started by `campaign`
+)
+
+
+def command_modules() -> list[ModuleType]:
+    return [importlib.import_module(f"hybridfuzz.cli.{name}") for name in COMMANDS]
+
+
+def exits(module: ModuleType) -> dict[int, str]:
+    """Every exit code a command documents: its own and the common ones, in order."""
+    return dict(sorted({**module.EXITS, **errors.COMMON_EXITS}.items()))
+
+
+def version() -> str:
+    """The installed distribution's version; in a source checkout that was never installed, pyproject's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("hybridfuzz")
+    except PackageNotFoundError:
+        import os
+        import re
+
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml")
+        try:
+            with open(path, encoding="utf-8") as f:
+                m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+        except OSError:
+            m = None
+        return m.group(1) if m else "unknown"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error raises (one line in main) instead of printing usage and exiting."""
+
+    def error(self, message: str):
+        cmd = self.prog.removeprefix("hybridfuzz").strip()
+        hint = f"hybridfuzz {cmd} --help" if cmd else "hybridfuzz --help"
+        if message.startswith("argument "):  # "argument --budget: ..." names the option already
+            message = message.removeprefix("argument ")
+        elif cmd:
+            message = f"{cmd}: {message}"
+        raise errors.UsageError(f"{message} (see `{hint}`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="hybridfuzz", description="Fuzz vLLM hybrid (GDN/Mamba + attention) models for silent state corruption.",
+               epilog="Exit codes: 2 bad flags or input, 130 interrupted; each command's --help lists its own.")
+    p.add_argument("--version", action="version", version=f"hybridfuzz {version()}")
+    modules = command_modules()
+    public = [m.NAME for m in modules if m.HELP]
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", help=" | ".join(public))
+    for m in modules:
+        codes = "; ".join(f"{code} {what}" for code, what in exits(m).items())
+        kwargs = {"help": m.HELP} if m.HELP else {}  # without help=, argparse leaves a command out of --help
+        cp = sub.add_parser(m.NAME, description=m.HELP or m.__doc__.strip().splitlines()[0], epilog=f"Exit codes: {codes}.", **kwargs)
+        m.add_arguments(cp)
+        cp.set_defaults(run=m.run, module=m)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hybridfuzz import _guard
+
+    _guard.install()  # torchvision guard for this process and the engines it starts (never on import)
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as e:  # --help and --version print and exit 0
+            return int(e.code or 0)
+        return args.run(args)
+    except BaseException as e:  # noqa: BLE001  (every failure ends as one line and a documented code)
+        if isinstance(e, SystemExit):
+            raise
+        known = errors.describe(e)
+        if known is None:
+            if errors.debug():
+                raise
+            known = (errors.INTERNAL, f"internal error: {type(e).__name__}: {e} (a bug in hybridfuzz; HYBRIDFUZZ_DEBUG=1 shows the traceback)")
+        code, line = known
+        if line:
+            print(f"hybridfuzz: {line}", file=sys.stderr, flush=True)
+        return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

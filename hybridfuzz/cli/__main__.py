@@ -1,0 +1,6 @@
+"""``python -m hybridfuzz.cli``: the same as the ``hybridfuzz`` console script."""
+import sys
+
+from hybridfuzz.cli import main
+
+sys.exit(main())

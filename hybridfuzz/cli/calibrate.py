@@ -1,0 +1,57 @@
+"""``hybridfuzz calibrate``: measure quantization noise and the reference rule's false-alarm rate."""
+from __future__ import annotations
+
+import json
+import os
+
+from hybridfuzz.cli import options
+from hybridfuzz.cli.errors import UsageError
+
+NAME = "calibrate"
+HELP = "run noisy-by-construction pairs (quantized KV vs auto) and report drift, flips, false alarms"
+EXITS = {0: "measured (JSON on stdout)"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--pairs", type=options.positive_int, default=40)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=options.positive_int, default=2)
+    p.add_argument("--kv-dtypes", help="comma-separated; default: the quantized dtypes the platform's attention backends declare")
+    p.add_argument("--traces", nargs="+", help="instead: judge saved traces of repeated requests (made by "
+                   "`python -m hybridfuzz.noise`, e.g. on a GPU) with the self-consistency rule: drift, flips, false alarms")
+
+
+def run(args) -> int:
+    if args.traces:
+        for path in args.traces:
+            if not os.path.isfile(path):
+                raise UsageError(f"--traces {path}: {'not a file' if os.path.exists(path) else 'no such file'}")
+        return _from_traces(args.traces)
+    from hybridfuzz.calibrate import calibrate
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.strategies import detect_platform
+
+    # The dtypes the platform's attention backends declare (on CPU: fp8, fp8_e4m3, fp8_e5m2);
+    # others the CPU engine accepts diverge far beyond noise (NOTES.md), so they are no baseline.
+    from hybridfuzz.strategies.platform import declared_kv_dtypes
+
+    dtypes = tuple(d for d in declared_kv_dtypes() if d != "auto")
+    if args.kv_dtypes:
+        dtypes = options.narrow_platform(detect_platform(), args).kv_cache_dtypes
+    with make_host("forkserver", workers=args.workers, timeout=600) as host:
+        report = calibrate(host, args.pairs, dtypes, args.seed)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _from_traces(paths: list[str]) -> int:
+    """The self-consistency rule against saved traces of repeated requests (python -m hybridfuzz.noise)."""
+    from hybridfuzz.noise import load_records, summarize
+
+    for path in paths:
+        try:
+            report = summarize(load_records(path))
+        except (ValueError, EOFError, KeyError, TypeError, AttributeError) as e:
+            raise UsageError(f"--traces {path}: not a trace file ({type(e).__name__})") from None
+        print(json.dumps({"traces": path, "groups": report}, indent=2))
+    return 0

@@ -1,0 +1,117 @@
+"""``hybridfuzz campaign``: a long campaign of several workers sharing one example database
+and one findings directory; resumable (run it again with the same --dir). On a terminal the
+status is a live per-worker table (rich); otherwise one line per tick."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from hybridfuzz.cli import options
+from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UNSUPPORTED, UsageError
+
+NAME = "campaign"
+HELP = "a long, resumable campaign of several workers sharing examples and findings (exit 1 when findings exist)"
+EXITS = {0: "no findings", 1: "findings reported", 3: "--engine gpu with no GPU visible"}
+
+
+def add_worker_options(p) -> None:
+    """Options a campaign passes on to each worker (campaign/config.WorkerSettings)."""
+    p.add_argument("--dir", required=True, help="campaign directory (resumable: run again with the same one)")
+    p.add_argument("--redis", help="share examples, claims and findings through Redis, e.g. redis://127.0.0.1:6379/0 (needs .[redis])")
+    p.add_argument("--engines", type=options.count, default=0, help="engines per worker (default: cores/workers on CPU, 4 per GPU)")
+    options.add_timeout(p)
+    options.add_known(p)
+    p.add_argument("--stale-after", type=options.seconds, default=120.0, help="seconds without heartbeat before a claim may be taken over")
+    options.add_case_limits(p)
+    options.add_narrowing(p)
+
+
+def settings_of(args):
+    from hybridfuzz.campaign.config import WorkerSettings
+
+    return WorkerSettings(redis_url=args.redis, engines=args.engines, timeout_s=args.timeout, known_dirs=tuple(args.known or ()),
+                          stale_after_s=args.stale_after, max_layers=args.max_layers, max_steps=args.max_steps,
+                          narrowing=options.narrowing_of(args))
+
+
+def add_arguments(p) -> None:
+    add_worker_options(p)
+    options.add_budget(p, "2h", "total wall-clock budget over all runs of this --dir")
+    p.add_argument("--workers", type=options.count, default=0, help="workers (default: one per GPU; on CPU one per 2 cores)")
+    p.add_argument("--engine", default="cpu", choices=["cpu", "gpu"], help="gpu: one worker per GPU (CUDA_VISIBLE_DEVICES=i)")
+    p.add_argument("--seed", type=int, default=0, help="worker i runs seed*100+i")
+    p.add_argument("--status-every", type=options.seconds, default=30.0, help="seconds between status updates")
+    options.add_json(p)
+
+
+def check_redis(url: str) -> None:
+    from hybridfuzz.campaign.database import redis_client
+
+    try:
+        redis_client(url)
+    except ImportError:
+        raise UsageError("--redis needs the redis package: pip install -e .[redis]") from None
+    except Exception as e:  # redis.ConnectionError, a bad URL (ValueError), ...
+        raise UsageError(f"--redis {url}: {type(e).__name__}: {e}") from None
+
+
+def live_table():
+    """(on_status, close) drawing a per-worker table with rich when stderr is a terminal; else (None, no-op)."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    live = Live(console=Console(stderr=True), auto_refresh=False)
+    live.start()
+
+    def on_status(summary: dict, phases: dict[str, str]) -> None:
+        t = Table(title=f"{summary['dir']}: {summary['spent_s']:.0f}s, {summary['cases']} cases "
+                        f"({summary['cases_per_min'] or 0}/min), findings {summary['findings']} reported, {summary['findings_open']} open")
+        for col in ("worker", "phase", "cases", "shrinking", "starts"):
+            t.add_column(col, justify="right" if col not in ("worker", "phase") else "left")
+        for i, w in summary["per_worker"].items():
+            t.add_row(i, phases.get(i, "-"), str(w["cases"]), str(w["shrink_cases"]), str(w["starts"]))
+        live.update(t, refresh=True)
+
+    return on_status, live.stop
+
+
+def run(args) -> int:
+    from hybridfuzz.campaign.supervisor import CampaignSupervisor
+    from hybridfuzz.strategies import detect_platform
+
+    options.dir_to_write("--dir", args.dir)
+    options.existing_dirs("--known", args.known)
+    if args.kv_dtypes or args.attention_backends:
+        options.narrow_platform(detect_platform(), args)  # one clear line now, not a failure in every worker
+    if args.redis:
+        check_redis(args.redis)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        supervisor = CampaignSupervisor(args.dir, args.budget, workers=args.workers, engine=args.engine, seed=args.seed,
+                                        settings=settings_of(args), status_every_s=args.status_every, log=say)
+    except RuntimeError as e:  # --engine gpu and no GPU
+        raise UsageError(str(e), UNSUPPORTED) from None
+    on_status, close = live_table()
+    supervisor.on_status = on_status
+    try:
+        s = supervisor.run()  # Ctrl-C and SIGTERM stop the workers in order and end the run early
+    finally:
+        close()
+    if args.json:
+        print(json.dumps(s, indent=2))
+    say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s over {s['runs']} run(s) "
+        f"({s['cases_per_min']}/min); {s['findings']} findings reported, {s['findings_open']} still open, {s['flaky']} flaky; "
+        f"first finding at {s['time_to_first_finding_s']}s, first report at {s['time_to_first_report_s']}s; worker restarts {s['restarts']}")
+    for f in s["finding_list"]:
+        say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
+    say(f"summary: {os.path.join(args.dir, 'summary.json')}")
+    if s["interrupted"]:
+        return INTERRUPTED
+    return FOUND if s["findings"] else OK

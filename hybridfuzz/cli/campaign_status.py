@@ -1,0 +1,46 @@
+"""``hybridfuzz campaign-status --dir DIR``: statistics of a campaign directory, live or finished."""
+from __future__ import annotations
+
+import json
+import os
+
+from hybridfuzz.cli import options
+from hybridfuzz.cli.errors import UsageError
+
+NAME = "campaign-status"
+HELP = "aggregate statistics of a campaign directory (live or finished; every host with --redis)"
+EXITS = {0: "printed"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--dir", required=True, help="the campaign directory")
+    p.add_argument("--redis", help="also read the findings every host shared through this Redis")
+    options.add_json(p)
+
+
+def run(args) -> int:
+    from hybridfuzz.campaign.database import redis_client
+    from hybridfuzz.campaign.state import FindingStore
+    from hybridfuzz.campaign.stats import aggregate
+
+    if not os.path.isdir(args.dir):
+        raise UsageError(f"--dir {args.dir}: {'not a directory' if os.path.exists(args.dir) else 'no such directory'}")
+    if not os.path.exists(os.path.join(args.dir, "campaign.json")):
+        raise UsageError(f"--dir {args.dir}: not a campaign directory (no campaign.json)")
+    client = None
+    if args.redis:
+        from hybridfuzz.cli.campaign import check_redis
+
+        check_redis(args.redis)
+        client = redis_client(args.redis)
+    s = aggregate(args.dir, store=FindingStore(args.dir, client))
+    if args.json:
+        print(json.dumps(s, indent=2))
+        return 0
+    print(f"{s['dir']}: {s['cases']} cases in {s['spent_s']}s ({s['cases_per_min']}/min), {s['findings']} reported, "
+          f"{s['findings_open']} open, {s['flaky']} flaky, restarts {s['restarts']}")
+    for i, w in s["per_worker"].items():
+        print(f"  worker {i}: {w['cases']} cases ({w['shrink_cases']} shrinking), {w['starts']} start(s), last phase {w['last_phase']}")
+    for f in s["finding_list"]:
+        print(f"  [{f['state']}] {f['signature']}: {f['path']}")
+    return 0

@@ -1,0 +1,21 @@
+"""``hybridfuzz campaign-worker`` (internal, hidden from --help): one worker, started by ``campaign``."""
+from __future__ import annotations
+
+from hybridfuzz.cli.campaign import add_worker_options, settings_of
+
+NAME = "campaign-worker"
+HELP = None  # internal
+EXITS = {0: "the worker ran until its deadline or SIGTERM"}
+
+
+def add_arguments(p) -> None:
+    add_worker_options(p)
+    p.add_argument("--index", type=int, required=True)
+    p.add_argument("--until", type=float, required=True, help="stop at this time (seconds since the epoch)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def run(args) -> int:
+    from hybridfuzz.campaign.worker import run_worker
+
+    return run_worker(args.dir, args.index, args.until, args.seed, settings_of(args))

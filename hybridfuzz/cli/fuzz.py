@@ -1,0 +1,89 @@
+"""``hybridfuzz fuzz``: a bounded campaign in one process, with progress lines and a summary."""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import sys
+import time
+
+from hybridfuzz.cli import options
+from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UNSUPPORTED, UsageError
+
+NAME = "fuzz"
+HELP = "run a bounded fuzz campaign (exit 1 when it found something new)"
+EXITS = {0: "nothing new found", 1: "something new was found (minimal cases written)", 3: "--engine gpu on a machine without a CUDA vLLM"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--engine", default="cpu", choices=["cpu", "gpu"], help="which vLLM the cases target (the installed one)")
+    options.add_budget(p, "20m")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="run directory (summary.json, events.jsonl, hypothesis-db); default runs/fuzz-<time>")
+    p.add_argument("--findings", help="where minimal YAML cases go (default corpus/found in a checkout, else OUT/findings)")
+    options.add_known(p)
+    options.add_host(p)
+    p.add_argument("--workers", type=options.count, default=0, help="engines at once (default: 2 on CPU, 8 on GPU)")
+    options.add_timeout(p)
+    options.add_narrowing(p)
+    options.add_case_limits(p)
+    options.add_json(p)
+
+
+def _seconds(value) -> str:
+    return "none" if value is None else f"{value}s"
+
+
+def run(args) -> int:
+    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.strategies import detect_platform
+
+    out = args.out or os.path.join("runs", datetime.datetime.now().strftime("fuzz-%Y%m%d-%H%M%S"))
+    # In a checkout (./corpus exists) minimal cases go to corpus/found and every corpus case's
+    # signature counts as known, so a bug already in the corpus is not shrunk again.
+    in_checkout = os.path.isdir("corpus")
+    findings = args.findings or (os.path.join("corpus", "found") if in_checkout else os.path.join(out, "findings"))
+    known = options.existing_dirs("--known", args.known) if args.known is not None else (("corpus",) if in_checkout else ())
+    options.dir_to_write("--out", out)
+    options.dir_to_write("--findings", findings)
+    platform = options.narrow_platform(detect_platform(), args)
+    if args.engine == "gpu" and platform.device != "cuda":
+        raise UsageError("--engine gpu: this machine's vLLM has no CUDA device", UNSUPPORTED)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    say(f"hybridfuzz fuzz: engine {platform.device}, budget {args.budget:.0f}s, seed {args.seed}, out {out}, findings {findings}")
+    last = [0.0]
+
+    def progress(stats, phase):
+        now = time.time()
+        if now - last[0] > 5 or phase == "shrink":
+            last[0] = now
+            say(f"  [{now - stats.started:6.0f}s] {phase:8} cases {stats.cases:4}  findings {len(stats.findings)}")
+
+    workers = args.workers or (2 if platform.device == "cpu" else 8)
+    cfg = FuzzConfig(budget_s=args.budget, out_dir=out, findings_dir=findings, seed=args.seed, timeout_s=args.timeout,
+                     known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps)
+    loop = None
+    try:
+        with make_host(args.host, workers=workers, timeout=args.timeout) as host:
+            loop = FuzzLoop(cfg, host, platform, progress)
+            loop.run()
+    except KeyboardInterrupt:
+        if loop is None:
+            raise
+    summary = loop.summary()  # the loop wrote summary.json already (also when interrupted)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(summary), indent=2))
+    say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
+        f"{summary.findings} new findings; time to first finding {_seconds(summary.time_to_first_finding_s)}; "
+        f"shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")
+    for f in summary.finding_list:
+        say(f"  {f.signature}: {f.path}\n    {f.summary}")
+    say(f"summary: {os.path.join(out, 'summary.json')}")
+    if summary.interrupted:
+        return INTERRUPTED
+    return FOUND if summary.findings else OK

@@ -1,0 +1,54 @@
+"""``hybridfuzz replay CASE.yaml``: run one case, apply its oracle, print the verdict."""
+from __future__ import annotations
+
+import json
+
+from hybridfuzz.cli import options
+
+NAME = "replay"
+HELP = "run one YAML case, apply its oracle, print the verdict (exit 0 pass, 1 divergence, 2 invalid, 3 unsupported)"
+EXITS = {0: "pass", 1: "divergence reproduced", 3: "this machine cannot run it (the engine refused the configuration)"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("case", help="a YAML case file")
+    options.add_host(p)
+    options.add_timeout(p)
+    options.add_json(p)
+    p.add_argument("--record", action="store_true", help="append this run's observation (vLLM version, verdict) to the case file")
+
+
+def print_result(case_path: str, result, as_json: bool) -> None:
+    v = result.verdict
+    if as_json:
+        print(json.dumps({"case": case_path, "status": v.status, "oracle": v.oracle, "summary": v.summary,
+                          "signature": v.signature, "evidence": v.evidence, "engine_settings": result.trace.engine_settings,
+                          "timings": result.trace.timings, "env": result.trace.env}, indent=2))
+        return
+    print(v.one_line())
+    for line in v.evidence:
+        print("  " + line.replace("\n", "\n  "))
+    s = result.trace.engine_settings
+    if s:
+        print("  engine: " + ", ".join(f"{k}={x}" for k, x in s.items()))
+    t = result.trace.timings
+    if t:
+        print("  timings: " + ", ".join(f"{k}={x:.2f}s" for k, x in t.items()))
+
+
+def run(args) -> int:
+    from hybridfuzz.case import dump_case, load_case_file
+    from hybridfuzz.executor import evaluate
+    from hybridfuzz.findings import observation, with_observation
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.store import write_atomic
+
+    case = load_case_file(args.case)
+    if args.record:
+        options.file_to_write("--record", args.case)
+    with make_host(args.host, workers=2, timeout=args.timeout, warm=False) as host:
+        result = evaluate(case, host, args.timeout)
+    print_result(args.case, result, args.json)
+    if args.record:
+        write_atomic(args.case, dump_case(with_observation(case, observation(result))))
+    return result.verdict.exit_code

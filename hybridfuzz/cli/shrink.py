@@ -1,0 +1,97 @@
+"""``hybridfuzz shrink CASE.yaml``: make a failing YAML case minimal on the installed vLLM."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from hybridfuzz.cli import options
+from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UsageError
+
+NAME = "shrink"
+HELP = "shrink a failing YAML case to a minimal one with the same signature (exit 0 when written)"
+EXITS = {0: "a minimal case was written and replays", 1: "the case does not fail here (or the result did not replay)"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("case", help="a failing YAML case (kind: engine)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", help="where the minimal case goes (default CASE.min.yaml; written after every step)")
+    where.add_argument("--in-place", action="store_true", help="overwrite CASE itself (atomically, after every step)")
+    p.add_argument("--signature", help="the failure to keep (default: the one this run of CASE shows)")
+    options.add_budget(p, "30m")
+    p.add_argument("--workers", type=options.positive_int, default=2, help="engines at once (variants run in parallel)")
+    options.add_timeout(p)
+    options.add_json(p)
+
+
+def output_path(args) -> str:
+    if args.in_place:
+        return args.case
+    if args.out:
+        return args.out
+    stem = args.case[:-5] if args.case.endswith(".yaml") else args.case
+    return stem + ".min.yaml"
+
+
+def run(args) -> int:
+    from hybridfuzz.case import dump_case, load_case_file
+    from hybridfuzz.executor import evaluate, needs_reference
+    from hybridfuzz.findings import observation_of, with_observation
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.shrink import describe, shrink
+    from hybridfuzz.store import write_atomic
+
+    case = load_case_file(args.case)
+    if case.kind == "component":
+        raise UsageError("shrink: component cases are shrunk by `hybridfuzz check-components`")
+    out = output_path(args)
+    options.file_to_write("--out", out)
+    say = (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else print
+    written = [False]
+
+    def keep(c, v, env):
+        write_atomic(out, dump_case(with_observation(c, observation_of(v, env))))
+        written[0] = True
+
+    try:
+        with make_host("forkserver", workers=args.workers, timeout=args.timeout, warm=False) as host:
+            first = evaluate(case, host, args.timeout)
+            target = args.signature or first.verdict.signature
+            say(f"{args.case}: {first.verdict.one_line()}")
+            if first.verdict.signature != target or not target:
+                say(f"hybridfuzz: shrink: the case does not fail here with {target or 'a divergence'} "
+                    f"(this run: {first.verdict.status} {first.verdict.signature}); nothing to shrink")
+                if args.json:
+                    print(json.dumps({"case": args.case, "written": None, "status": first.verdict.status,
+                                      "signature": first.verdict.signature, "target": target}, indent=2))
+                return FOUND
+            env = first.trace.env
+            per_case = 2 if needs_reference(case) else 1
+            parallel = max(1, args.workers // per_case)
+            say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time, budget {args.budget:.0f}s -> {out}")
+            result = shrink(case, target, host, args.budget, parallel, args.timeout,
+                            on_smaller=lambda c, v, why: keep(c, v, env), log=say)
+            confirm = evaluate(result.case, host, args.timeout)
+    except KeyboardInterrupt:
+        say(f"hybridfuzz: interrupted; {'the smallest case so far is in ' + os.path.relpath(out) if written[0] else 'nothing smaller was found yet'}")
+        return INTERRUPTED
+    same = confirm.verdict.signature == target
+    note = (f"shrunk by `hybridfuzz shrink` ({len(result.accepted)} simplifications, {result.runs} engine runs, "
+            f"{result.seconds:.0f}s{'' if result.finished else ', budget ended'}); replayed on a fresh engine: "
+            f"{'same signature' if same else confirm.verdict.status + ' ' + confirm.verdict.signature}.")
+    final = with_observation(result.case, observation_of(confirm.verdict if same else result.verdict, confirm.trace.env))
+    earlier = final.note.rstrip()
+    if earlier and not earlier.endswith("."):
+        earlier += "."
+    final = final.replace(note=(earlier + " " if earlier else "") + note)
+    write_atomic(out, dump_case(final))
+    say(f"{'minimal' if result.finished else 'smaller (budget ended)'}: {describe(result.case)} after "
+        f"{len(result.accepted)} simplifications, {result.runs} engine runs, {result.seconds:.0f}s")
+    say(f"replayed on a fresh engine: {confirm.verdict.one_line()}")
+    say(f"written: {os.path.relpath(out)}")
+    if args.json:
+        print(json.dumps({"case": args.case, "written": out, "target": target, "finished": result.finished,
+                          "simplifications": result.accepted, "engine_runs": result.runs, "seconds": round(result.seconds, 1),
+                          "replayed": same, "status": confirm.verdict.status, "signature": confirm.verdict.signature}, indent=2))
+    return OK if same else FOUND
