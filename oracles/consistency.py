@@ -2,11 +2,15 @@
 
 Covers the first request after start-up vs later ones, before vs after
 sleep/wake, and prefix-cache hit vs miss: whatever the steps in between, the
-same prompt with the same sampling must give the same tokens.
+same prompt with the same sampling must give the same tokens. Which outputs
+are defined at all comes from the sleep/wake table (hybridfuzz/sleepwake.py):
+level 1 keeps the weights, level 2 + reload_weights must match, level 2
+without a reload is undefined and never compared.
 """
 from __future__ import annotations
 
-from hybridfuzz.case import Case, Generate
+from hybridfuzz import sleepwake
+from hybridfuzz.case import Case, Generate, Submit
 from hybridfuzz.oracles.compare import EXACT, Tolerance, compare_requests
 from hybridfuzz.oracles.verdict import Verdict
 from hybridfuzz.trace import Trace
@@ -38,15 +42,29 @@ def _describe(case: Case, step_idx: int) -> str:
     return f"step {step_idx}" + (f" (after {', '.join(before)})" if before else "")
 
 
+def compared_results(case: Case, trace: Trace):
+    """(step index, outputs) of the generate and submit steps whose outputs the sleep/wake protocol defines
+    (hybridfuzz/sleepwake.py: not after a level-2 sleep without reload_weights). A submitted request that a
+    sleep aborted ended early: only complete ones are compared."""
+    host = sleepwake.SERVER if trace.env.get("api") == "openai-server" else sleepwake.OFFLINE
+    defined = sleepwake.compared_steps(case.steps, host)
+    for s in trace.steps:
+        if s.kind in ("generate", "submit") and s.error is None and s.index in defined:
+            step = case.steps[s.index]
+            yield s.index, [o if s.kind == "generate" or len(o.tokens) == step.max_tokens else None for o in s.outputs]
+
+
 def repeated_pairs(case: Case, trace: Trace):
-    """Each later run of an identical request (same prompt, same max_tokens), with its first run:
+    """Each later run of an identical request (same kind, prompt and max_tokens), with its first run:
     (first step, first request index, first result, later step, later request index, later result, prompt)."""
     first: dict[tuple, tuple[int, int, object]] = {}
-    for idx, outputs in trace.generate_results():
+    for idx, outputs in compared_results(case, trace):
         step = case.steps[idx]
-        assert isinstance(step, Generate)
+        assert isinstance(step, (Generate, Submit))
         for r, (prompt, result) in enumerate(zip(step.prompts, outputs)):
-            key = (tuple(prompt), step.max_tokens)
+            if result is None:
+                continue
+            key = (type(step), tuple(prompt), step.max_tokens)
             if key not in first:
                 first[key] = (idx, r, result)
                 continue
@@ -59,11 +77,16 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
     compared = 0
     for fidx, fr, ref, idx, r, result, prompt in repeated_pairs(case, trace):
         compared += 1
-        m = compare_requests(ref, result, tol)  # type: ignore[arg-type]
+        # Requests left in flight share batches with others and resume after a sleep by recomputation.
+        pair_tol = SCHEDULE_VARIANCE if isinstance(case.steps[idx], Submit) else tol
+        m = compare_requests(ref, result, pair_tol)  # type: ignore[arg-type]
         if m:
             cached = f"cached tokens {ref.num_cached_tokens} vs {result.num_cached_tokens}"  # type: ignore[attr-defined]
-            first_req = fidx == trace.generate_results()[0][0]
-            symptom = "first-request-differs" if first_req else "repeat-differs"
+            first_req = fidx == next(compared_results(case, trace))[0]
+            between = {type(s).__name__ for s in case.steps[fidx + 1:idx]}
+            # The protocol step between the two runs names the bug's kind: a reload, a sleep/wake, or neither.
+            symptom = ("reload-differs" if "ReloadWeights" in between else "wake-differs" if "Sleep" in between
+                       else "first-request-differs" if first_req else "repeat-differs")
             return Verdict(
                 "divergence", "self_consistency",
                 f"identical prompt (len {len(prompt)}) gave different output: step {fidx} req {fr} vs {_describe(case, idx)} req {r}, from token {m.position}",

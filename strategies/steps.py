@@ -1,4 +1,4 @@
-"""Step scripts: generate / sleep / wake_up / reset_prefix_cache sequences.
+"""Step scripts: generate / submit / sleep / wake_up / reset_prefix_cache / reload_weights sequences.
 
 Prompts come from a small pool so that repeats (prefix-cache hits, first request
 vs later ones) and overlaps (a prompt extending another) are common; lengths
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from hybridfuzz.case import Generate, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz import sleepwake
+from hybridfuzz.case import Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
 
 BOUNDARY_LENGTHS = (127, 128, 129, 255, 256, 257)
 
@@ -48,27 +49,73 @@ def generate_steps(draw, pool: list[list[int]]) -> Generate:
     return Generate(prompts=batch, max_tokens=draw(st.sampled_from([6, 2, 4, 8])), logprobs=20)
 
 
-@st.composite
-def sleep_wake(draw, platform_has_sleep: bool) -> list:
-    level = draw(st.sampled_from([1, 2, 0]))
-    mode = draw(st.sampled_from(["abort", "wait", "keep"]))
-    if level == 0:
-        tags = ["scheduling"]
-    else:
-        tags = draw(st.sampled_from([None, ["weights", "kv_cache"], ["kv_cache", "weights"]]))
-    return [Sleep(level=level, mode=mode), WakeUp(tags=tags)]
+# Sleep/wake scripts: composite strategies, not a RuleBasedStateMachine. A state machine runs its rules
+# against a live system inside Hypothesis; here a case must be a value first (YAML, run later on a
+# fork-server child, a server or another vLLM version, shrunk and replayed as a file). A composite draws a
+# list of actions and interprets each against hybridfuzz.sleepwake's state: deleting an action leaves the
+# others meaningful (an action that does not fit the state is skipped, never rejected), so Hypothesis
+# shrinks the list freely and every shrunk script is still a legal protocol.
+# Generate first and most often (the outputs the oracles compare); reload_weights and submit are rarer.
+ACTIONS = ("generate", "sleep", "wake_up", "generate", "reset_prefix_cache", "sleep", "wake_up", "reload_weights", "submit")
+# Simplest first: a full wake-up; then the partial ones, the orders, and the scheduling tag.
+WAKE_TAGS = (None, ["kv_cache"], ["weights"], ["weights", "kv_cache"], ["kv_cache", "weights"], ["scheduling"],
+             ["weights", "kv_cache", "scheduling"])
 
 
 @st.composite
-def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: bool = False) -> list:
+def sleep_steps(draw, host: sleepwake.Host = sleepwake.OFFLINE) -> Sleep:
+    modes = ["abort", "keep", "wait"] if host.wait_mode else ["abort", "keep"]
+    return Sleep(level=draw(st.sampled_from([1, 2, 0])), mode=draw(st.sampled_from(modes)))
+
+
+@st.composite
+def wake_steps(draw) -> WakeUp:
+    tags = draw(st.sampled_from(WAKE_TAGS))
+    return WakeUp(tags=list(tags) if tags is not None else None)
+
+
+@st.composite
+def submit_steps(draw, pool: list[list[int]]) -> Submit:
+    """Long enough (64 tokens) to be still running when the next step is sent."""
+    batch = draw(st.lists(prompts_from(pool), min_size=1, max_size=2))
+    return Submit(prompts=batch, max_tokens=draw(st.sampled_from([64, 32])), logprobs=5)
+
+
+@st.composite
+def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: bool = False,
+                 host: sleepwake.Host = sleepwake.OFFLINE) -> list:
+    """A step script that follows the sleep/wake protocol (hybridfuzz/sleepwake.py): sleeps at every level
+    and mode, partial and repeated wake-ups in any tag order, wakes while awake, sleeps while asleep,
+    resets and reloads while partly asleep, reload_weights after a level-2 wake of the weights. A generate
+    while the scheduler is paused becomes a submit on a host that has it and is skipped elsewhere (a blocking
+    generate cannot return then). A script that ends asleep gets a final full wake-up, so an engine that
+    runs several cases (persistent mode) starts each awake. ``has_sleep`` is kept for callers: on CPU the
+    protocol runs too (its sleep/wake are no-ops in the worker; the scheduler and the tags are real)."""
     pool = draw(prompt_pools(vocab_size))
-    kinds = draw(st.lists(st.sampled_from(["generate", "sleep_wake", "reset"]), min_size=1, max_size=max_steps))
+    actions = draw(st.lists(st.sampled_from(ACTIONS), min_size=1, max_size=max_steps))
     steps: list = []
-    for kind in kinds:
-        if kind == "generate":
-            steps.append(draw(generate_steps(pool)))
-        elif kind == "sleep_wake":
-            steps.extend(draw(sleep_wake(has_sleep)))
+    state = sleepwake.State()
+    for action in actions:
+        if action == "generate":
+            step = draw(generate_steps(pool))
+        elif action == "sleep":
+            step = draw(sleep_steps(host))
+        elif action == "wake_up":
+            step = draw(wake_steps())
+        elif action == "reset_prefix_cache":
+            step = ResetPrefixCache()
+        elif action == "reload_weights":
+            step = ReloadWeights()
         else:
-            steps.append(ResetPrefixCache())
+            step = draw(submit_steps(pool))
+        if isinstance(step, Generate) and state.paused and host.submit:
+            step = Submit(prompts=step.prompts, max_tokens=step.max_tokens, logprobs=step.logprobs)
+        if sleepwake.expect(state, step, host).call in ("refused", "blocks", "misuse"):
+            continue
+        steps.append(step)
+        state = sleepwake.apply(state, step, host)
+    if not steps:
+        steps.append(draw(generate_steps(pool)))
+    elif not state.awake:
+        steps.append(WakeUp(tags=None))
     return steps

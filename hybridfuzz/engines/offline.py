@@ -113,6 +113,11 @@ def _run_step(llm, step) -> list[RequestResult]:
     if isinstance(step, ResetPrefixCache):
         llm.reset_prefix_cache()
         return []
+    if STEP_NAMES[type(step)] == "reload_weights":  # vLLM's documented call after a level-2 wake of the weights
+        llm.collective_rpc("reload_weights")
+        return []
+    if STEP_NAMES[type(step)] == "submit":  # hybridfuzz/sleepwake.py: only the server host leaves requests in flight
+        raise NotImplementedError("submit (requests left in flight) is not supported by the offline host; use the server host")
     raise TypeError(f"unknown step {step!r}")  # pragma: no cover
 
 
