@@ -1,0 +1,162 @@
+"""The sleep/wake protocol (hybridfuzz/sleepwake.py): its transitions, its table, the strategies that walk
+it and the self-consistency oracle that reads it. Engine-free except the last tests, which run CPU engines."""
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+
+from hybridfuzz import sleepwake as sw
+from hybridfuzz.case import (STEP_KINDS, Case, Generate, OracleSpec, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp,
+                             dump_case, load_case)
+from hybridfuzz.model import ModelSpec
+from hybridfuzz.oracles.consistency import check_self_consistency
+from hybridfuzz.strategies import step_scripts
+from hybridfuzz.trace import RequestResult, StepResult, Trace
+
+P = [5, 6, 7]
+
+
+def state_after(*steps, host=sw.OFFLINE):
+    return sw.final_state(list(steps), host)
+
+
+# ---------------------------------------------------------------- transitions (vLLM's documented contract)
+
+def test_level1_sleep_then_full_wake_is_awake_with_the_weights():
+    s = state_after(Sleep(1), WakeUp())
+    assert s.awake and s.weights == "loaded"
+
+
+def test_partial_wakes_in_any_order_and_the_scheduler_resumes_only_when_all_memory_is_back():
+    for first, second in ((["kv_cache"], ["weights"]), (["weights"], ["kv_cache"])):
+        half = state_after(Sleep(1), WakeUp(first))
+        assert half.asleep == frozenset(second) and half.paused and not half.awake
+        assert state_after(Sleep(1), WakeUp(first), WakeUp(second)).awake
+    # the contract: waking a tag that is not asleep is a no-op for that tag, the others wake
+    assert state_after(Sleep(1), WakeUp(["kv_cache"]), WakeUp(["weights", "kv_cache"])).awake
+    # [scheduling] resumes a level-0 sleep, not a memory sleep
+    assert state_after(Sleep(0), WakeUp(["scheduling"])).awake
+    assert not state_after(Sleep(1), WakeUp(["scheduling"])).awake
+
+
+def test_level2_needs_reload_weights_before_outputs_are_defined():
+    assert state_after(Sleep(2), WakeUp()).weights == "discarded"
+    assert state_after(Sleep(2), WakeUp(["weights"]), ReloadWeights(), WakeUp(["kv_cache"])).weights == "loaded"
+    # sleeping an already sleeping tag is a no-op: level 2 on top of level 1 keeps the offloaded weights
+    assert state_after(Sleep(1), Sleep(2), WakeUp()).weights == "loaded"
+
+
+def test_table_rows_for_misuse_refusal_and_blocking():
+    asleep = state_after(Sleep(1))
+    assert sw.expect(asleep, ReloadWeights()).call == "misuse"
+    assert sw.expect(asleep, Generate([P])).call == "blocks"
+    assert sw.expect(asleep, ResetPrefixCache()).call == "succeeds"
+    assert sw.expect(asleep, Sleep(2)).call == "no-op"
+    assert sw.expect(sw.State(), WakeUp(["kv_cache"])).call == "no-op"
+    assert sw.expect(sw.State(), Sleep(1, "wait"), sw.OFFLINE).call == "refused"
+    assert sw.expect(sw.State(), Sleep(1, "wait"), sw.SERVER).call == "succeeds"
+    assert sw.expect(sw.State(), Submit([P]), sw.OFFLINE).call == "refused"
+
+
+def test_every_step_kind_has_a_catch_all_row_and_the_markdown_lists_every_row():
+    for kind in STEP_KINDS:
+        rows = [r for r in sw.TABLE if r.step == kind]
+        assert rows and rows[-1].when == "always", kind
+    assert all(r.when in sw.CONDITIONS for r in sw.TABLE)
+    assert sw.markdown().count("\n") == len(sw.TABLE) + 1
+
+
+def test_the_issue_example_compares_nothing_after_level2_without_reload():
+    steps = [Generate([P]), Sleep(2), WakeUp(), Generate([P])]
+    assert sw.compared_steps(steps) == {0}
+    steps = [Generate([P]), Sleep(2), WakeUp(["weights"]), ReloadWeights(), WakeUp(["kv_cache"]), Generate([P])]
+    assert sw.compared_steps(steps) == {0, 5}
+    # a generate with undefined weights leaves undefined KV in the prefix cache: not compared until a reset
+    steps = [Generate([P]), Sleep(2), WakeUp(), Generate([P]), ReloadWeights(), Generate([P]), ResetPrefixCache(), Generate([P])]
+    assert sw.compared_steps(steps) == {0, 7}
+
+
+# ---------------------------------------------------------------- the oracle reads the table
+
+def _trace(steps, outputs):
+    trace = Trace(env={"device": "cpu"})
+    for i, s in enumerate(steps):
+        kind = {v: k for k, v in STEP_KINDS.items()}[type(s)]
+        trace.steps.append(StepResult(i, kind, outputs=[RequestResult(3, toks, [[[t, -0.5]] for t in toks]) for toks in outputs.get(i, [])]))
+    return trace
+
+
+def _case(steps):
+    return Case(ModelSpec(layers=("linear_attention",)), steps, oracle=OracleSpec(checks=["health", "self_consistency"]))
+
+
+def test_self_consistency_ignores_level2_without_reload_and_flags_a_reload_that_differs():
+    good, zeros = [1, 2, 3, 4], [0, 0, 0, 0]
+    steps = [Generate([P], 4), Sleep(2), WakeUp(), Generate([P], 4)]
+    v = check_self_consistency(_case(steps), _trace(steps, {0: [good], 3: [zeros]}))
+    assert v.status == "pass", v.one_line()  # the false alarm of issue #13 (vLLM 0.32.0, H200)
+    steps = [Generate([P], 4), Sleep(2), WakeUp(["weights"]), ReloadWeights(), WakeUp(["kv_cache"]), Generate([P], 4)]
+    v = check_self_consistency(_case(steps), _trace(steps, {0: [good], 5: [zeros]}))
+    assert v.status == "divergence" and v.symptom == "reload-differs", v.one_line()
+    steps = [Generate([P], 4), Sleep(1), WakeUp(), Generate([P], 4)]
+    v = check_self_consistency(_case(steps), _trace(steps, {0: [good], 3: [zeros]}))
+    assert v.status == "divergence" and v.symptom == "wake-differs", v.one_line()
+
+
+def test_an_aborted_submitted_request_is_not_compared_a_complete_one_is():
+    steps = [Submit([P], 4), Sleep(1), WakeUp(), Submit([P], 4)]
+    short = _trace(steps, {0: [[1, 2]], 3: [[1, 2, 3, 4]]})
+    short.env["api"] = "openai-server"
+    assert check_self_consistency(_case(steps), short).status == "pass"
+    full = _trace(steps, {0: [[9, 9, 9, 9]], 3: [[1, 2, 3, 4]]})
+    full.env["api"] = "openai-server"
+    assert check_self_consistency(_case(steps), full).status == "divergence"
+
+
+# ---------------------------------------------------------------- the strategies reach every corner
+
+def _walks(steps, host=sw.OFFLINE):
+    return sw.walk(steps, host)
+
+
+CORNERS = {
+    "partial wake": lambda w: any(isinstance(x.step, WakeUp) and x.step.tags and len(set(x.step.tags) & set(sw.MEMORY_TAGS)) == 1
+                                  and len(x.before.asleep) == 2 for x in w),
+    "two wakes in a row": lambda w: any(isinstance(a.step, WakeUp) and isinstance(b.step, WakeUp) for a, b in zip(w, w[1:])),
+    "wake while awake": lambda w: any(isinstance(x.step, WakeUp) and x.before.awake for x in w),
+    "sleep while asleep": lambda w: any(isinstance(x.step, Sleep) and x.before.asleep for x in w),
+    "reset while partly asleep": lambda w: any(isinstance(x.step, ResetPrefixCache) and len(x.before.asleep) == 1 for x in w),
+    "reload after level 2": lambda w: any(isinstance(x.step, ReloadWeights) and x.before.weights == "discarded" for x in w),
+    "level 2 then a compared generate": lambda w: any(isinstance(x.step, Generate) and x.rule.outputs == "compared"
+                                                      and any(isinstance(y.step, Sleep) and y.step.level == 2 for y in w[:x.index]) for x in w),
+}
+
+
+@pytest.mark.parametrize("corner", sorted(CORNERS))
+def test_strategies_reach(corner):
+    found = find(step_scripts(8), lambda s: CORNERS[corner](_walks(s)),
+                 settings=settings(max_examples=3000, database=None, suppress_health_check=list(HealthCheck)))
+    assert CORNERS[corner](_walks(found))
+
+
+def test_server_strategies_submit_while_asleep_and_sleep_with_requests_in_flight():
+    found = find(step_scripts(8, host=sw.SERVER), lambda s: any(isinstance(x.step, Submit) and x.before.paused for x in _walks(s, sw.SERVER)),
+                 settings=settings(max_examples=3000, database=None))
+    assert any(isinstance(x, Submit) for x in found)
+    found = find(step_scripts(8, host=sw.SERVER), lambda s: any(isinstance(a, Submit) and isinstance(b, Sleep) and b.mode == "wait" for a, b in zip(s, s[1:])),
+                 settings=settings(max_examples=3000, database=None))
+    assert found
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(step_scripts(8))
+def test_generated_scripts_follow_the_protocol_end_awake_and_round_trip(steps):
+    for w in _walks(steps):
+        assert w.rule.call not in ("refused", "blocks", "misuse"), (w.index, w.rule)
+    assert sw.final_state(steps).awake
+    case = _case(steps)
+    assert load_case(dump_case(case)).steps == steps
+
+
+def test_single_tag_wake_and_bare_reload_load_from_yaml():
+    case = load_case("model: {layers: [linear_attention]}\nsteps: [{sleep: {level: 2}}, {wake_up: {tags: [weights]}}, reload_weights, "
+                     "{wake_up: {tags: [kv_cache]}}]")
+    assert case.steps[1:] == [WakeUp(["weights"]), ReloadWeights(), WakeUp(["kv_cache"])]
