@@ -5,6 +5,7 @@ install and runs against the vLLM installed here."""
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -149,3 +150,53 @@ def test_run_campaign_reaches_hybridfuzz_and_leaves_its_log(site, tmp_path):
     log = (out / "fuzz.log").read_text()
     assert "--engine gpu: this machine's vLLM has no CUDA device" in log
     assert "Traceback" not in log
+
+
+# ---------------------------------------------------------------- gpu/make-bundle.sh: what rides along
+
+def _bundle_plan():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bundle_plan", os.path.join(ROOT, "gpu", "bundle_plan.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bundle_plan"] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _pins(plan, name):
+    with open(os.path.join(ROOT, "tests", "data", "bundle", name)) as f:
+        return plan.parse_pins(f.read())
+
+
+@pytest.mark.parametrize("version", ["0.26.0", "0.32.0"])
+def test_bundle_plan_derives_riders_from_real_resolutions(version):
+    """On uv's real resolutions (fixtures): vLLM 0.32.0 needs torch 2.13 with its triton, NCCL and torchvision
+    (what shared/gpu/make-bundle.sh's hand table says), 0.26.0 runs on the host's torch 2.11."""
+    plan = _bundle_plan()
+    host = _pins(plan, "host-closure.txt")
+    assert host["torch"] == "2.11.0" and host["triton"].startswith("3.6")
+    decisions = {d.name: d for d in plan.decide(host, _pins(plan, f"vllm-{version}-closure.txt"))}
+    riders = {d.name: d.version for d in decisions.values() if d.ride}
+    assert "vllm" not in decisions  # vLLM itself travels as a slimmed tree
+    if version == "0.32.0":
+        assert {k: riders.get(k) for k in ("torch", "triton", "nvidia-nccl-cu13", "torchvision", "flashinfer-python")} == {
+            "torch": "2.13.0", "triton": "3.7.1", "nvidia-nccl-cu13": "2.29.7", "torchvision": "0.28.0", "flashinfer-python": "0.7.0.post1"}
+        assert decisions["nvidia-cublas"].why.startswith("the host's 13.1.0.3")  # same CUDA major: the host's copy serves
+    else:
+        assert "torch" not in riders and "triton" not in riders and "nvidia-nccl-cu13" not in riders
+        assert riders["flashinfer-python"] == "0.6.14"
+    for name in ("nvidia-cutlass-dsl", "torchaudio", "nvidia-cuda-nvcc"):
+        assert not decisions[name].ride and decisions[name].why.startswith("never bundled")
+    with open("/work/shared/gpu/host-deps.txt" if os.path.exists("/work/shared/gpu/host-deps.txt") else os.devnull) as f:
+        hand = plan.parse_pins(f.read())
+    missing = [n for n in hand if n in decisions and n not in riders and n not in host]
+    assert not missing, missing  # every hand-listed dependency the host lacks is derived too
+
+
+def test_make_bundle_refuses_bad_arguments_in_one_line(tmp_path):
+    sh = os.path.join(ROOT, "gpu", "make-bundle.sh")
+    r = subprocess.run(["bash", sh, "0.32.0", str(tmp_path / "b"), "6x"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == ["make-bundle.sh: PART_MB must be a whole number of MiB, got '6x'"]
+    r = subprocess.run(["bash", sh], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]" in r.stderr
