@@ -52,7 +52,7 @@ def main(argv: list[str]) -> None:
     def one(data: bytes) -> None:
         try:
             fuzz_one(data)
-        except PropertyFailed as e:
+        except PropertyFailed:
             # Shrink through Hypothesis and store the case, then let libFuzzer record the crash input.
             res = search(args.property, examples=200)
             if res.verdict is not None:

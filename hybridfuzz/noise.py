@@ -36,7 +36,7 @@ def repeat_cases(n: int, dtypes: tuple[str, ...], backend: str | None, seed: int
     return out
 
 
-def load_records(path: str) -> list[tuple[Case, "Trace"]]:
+def load_records(path: str) -> list[tuple[Case, "Trace"]]:  # noqa: F821  (Trace is imported below, lazily)
     from hybridfuzz.case import case_from_dict
     from hybridfuzz.trace import Trace
 

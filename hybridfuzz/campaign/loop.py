@@ -18,7 +18,8 @@ from typing import Callable
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, Phase, RunSummary
+from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, RunSummary
+from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.case import Case
 from hybridfuzz.executor import evaluate
 from hybridfuzz.findings import case_size, known_signatures, observation, write_finding
@@ -80,7 +81,7 @@ class FuzzLoop:
         self.database = config.database or DirectoryBasedExampleDatabase(os.path.join(config.out_dir, "hypothesis-db"))
 
     # -- one example
-    def _event(self, case: Case, verdict, seconds: float, phase: Phase) -> None:
+    def _event(self, case: Case, verdict, seconds: float, phase: EventPhase) -> None:
         t = time.time() - self.stats.started
         self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase).to_json() + "\n")
         self._events.flush()

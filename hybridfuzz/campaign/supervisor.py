@@ -36,7 +36,7 @@ class CampaignSupervisor:
     reported, writes DIR/campaign.json and DIR/summary.json, and stops every worker in order."""
 
     def __init__(self, campaign_dir: str, budget_s: float, workers: int = 0, engine: Engine = "cpu", seed: int = 0,
-                 settings: WorkerSettings = WorkerSettings(engines=0), status_every_s: float = 30.0,
+                 settings: WorkerSettings | None = None, status_every_s: float = 30.0,
                  log: Callable[[str], None] = print, on_status: Callable[[dict, dict[str, str]], None] | None = None,
                  restart_limit: int = 20):
         self.dir = campaign_dir
@@ -46,6 +46,7 @@ class CampaignSupervisor:
             raise RuntimeError("--engine gpu: no GPU visible (nvidia-smi -L lists none)")
         cores = os.cpu_count() or 1
         self.workers = workers or (gpus if engine == "gpu" else max(1, cores // 2))
+        settings = settings or WorkerSettings(engines=0)
         self.settings = dataclasses.replace(settings, engines=settings.engines or (4 if engine == "gpu" else max(1, cores // self.workers)))
         self.gpus = gpus
         self.budget_s = budget_s

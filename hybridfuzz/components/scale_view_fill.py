@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Callable
 
 from hybridfuzz.components._build import LayoutRejected, build, byte_addresses, view_extent, vllm_modules
 from hybridfuzz.oracles.verdict import Verdict
