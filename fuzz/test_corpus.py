@@ -1,8 +1,10 @@
-"""Replay every corpus case and compare with the verdict it expects for the installed vLLM.
+"""Replay every corpus case and check what it expects for the installed vLLM, on this machine.
 
-Cases without an expectation for this version are replayed for health only
-(no crash of hybridfuzz itself); a case that expects ``divergence`` must still
-diverge, so a fixed bug shows up as a failing expectation to update.
+What a machine must see comes from ``hybridfuzz.reproduce.expectation``: a case that
+expects ``divergence`` and records where it reproduces (CPU ISA class, k of N fresh
+runs) is checked exactly there, with enough runs for its recorded rate; on a CPU
+class where it was never recorded it is skipped with the reason. A fixed bug shows
+up as a failing expectation to update. Component cases run no engine.
 """
 import glob
 import os
@@ -11,20 +13,57 @@ import pytest
 
 from hybridfuzz.case import load_case_file
 from hybridfuzz.executor import evaluate
+from hybridfuzz.machine import cpu_isa
+from hybridfuzz.reproduce import expectation
 from hybridfuzz.vllm_facts import vllm_version
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "corpus")
 CASES = sorted(p for p in glob.glob(os.path.join(ROOT, "**", "*.yaml"), recursive=True))
+KINDS = {p: load_case_file(p).kind for p in CASES}
+ENGINE = [p for p in CASES if KINDS[p] == "engine"]
+COMPONENT = [p for p in CASES if KINDS[p] == "component"]
+
+
+def _ids(paths):
+    return [os.path.relpath(p, ROOT) for p in paths]
+
+
+def _check(path, host) -> None:
+    case = load_case_file(path)
+    exp = expectation(case, vllm_version(), cpu_isa())
+    if exp.skip:
+        pytest.skip(exp.skip.replace("{case}", os.path.relpath(path)))
+    if "HYBRIDFUZZ_FAULT" in os.environ:
+        pytest.skip("a fault is injected: expectations describe the unmodified engine")
+    seen = []
+    for _ in range(exp.runs):
+        v = evaluate(case, host).verdict
+        seen.append(v.one_line())
+        if v.status == exp.verdict and exp.verdict == "divergence":
+            return
+        if v.status != "divergence" and exp.verdict != "divergence":
+            assert v.status == exp.verdict, f"{path}: expected {exp.verdict} ({exp.why}), got {v.one_line()}"
+            return
+    pytest.fail(f"{path}: expected {exp.verdict} ({exp.why}) in {exp.runs} fresh run(s) on {cpu_isa()}, got: " + " | ".join(seen))
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize("path", CASES, ids=[os.path.relpath(p, ROOT) for p in CASES])
+@pytest.mark.parametrize("path", ENGINE, ids=_ids(ENGINE))
 def test_corpus_case_matches_expectation(engine_host, path):
+    _check(path, engine_host)
+
+
+@pytest.mark.parametrize("path", COMPONENT, ids=_ids(COMPONENT))
+def test_component_case_matches_expectation(path):
+    _check(path, None)
+
+
+@pytest.mark.parametrize("path", ENGINE, ids=_ids(ENGINE))
+def test_cpu_divergence_says_where_it_reproduces(path):
+    """#14 defect 1: a CPU divergence expectation records the ISA class it was seen on, so another x86 machine
+    checks it only where it holds."""
     case = load_case_file(path)
-    expected = case.expect.get(vllm_version())
-    if expected is None:
-        pytest.skip(f"no expectation recorded for vLLM {vllm_version()}")
-    if "HYBRIDFUZZ_FAULT" in os.environ:
-        pytest.skip("a fault is injected: expectations describe the unmodified engine")
-    result = evaluate(case, engine_host)
-    assert result.verdict.status == expected, f"{path}: expected {expected}, got {result.verdict.one_line()}"
+    for version, verdict in case.expect.items():
+        cpu = [o for o in case.observed if o.vllm == version and o.device == "cpu"]
+        if verdict == "divergence" and cpu:
+            assert any(o.isa for o in cpu), f"{path}: vLLM {version} divergence observed on CPU without the ISA class (replay --runs 3 --record)"

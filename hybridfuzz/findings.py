@@ -34,12 +34,13 @@ def known_signatures(*dirs: str) -> set[str]:
             except CaseError:
                 continue
             sigs |= {o.signature for o in case.observed if o.signature}
+            sigs |= {s for o in case.observed for s in o.symptoms}  # the same case's other symptoms: one finding
     return sigs
 
 
 def with_observation(case: Case, obs: Observation) -> Case:
-    """The case with this observation replacing any earlier one of the same vLLM and device."""
-    kept = [o for o in case.observed if not (o.vllm == obs.vllm and o.device == obs.device)]
+    """The case with this observation replacing any earlier one of the same vLLM, device and CPU ISA class."""
+    kept = [o for o in case.observed if not (o.vllm == obs.vllm and o.device == obs.device and o.isa == obs.isa)]
     return case.replace(observed=[*kept, obs])
 
 
@@ -56,6 +57,9 @@ def observation(result) -> Observation:
 
 
 def observation_of(v, env: dict) -> Observation:
-    return Observation(vllm=env.get("vllm", "unknown"), verdict=v.status, device=env.get("device", "cpu"), torch=env.get("torch", ""),
+    from hybridfuzz.machine import cpu_isa
+
+    device = env.get("device", "cpu")
+    return Observation(vllm=env.get("vllm", "unknown"), verdict=v.status, device=device, torch=env.get("torch", ""),
                        date=datetime.date.today().isoformat(), oracle=v.oracle, summary=v.summary, signature=v.signature,
-                       evidence=v.evidence[:4])
+                       evidence=v.evidence[:4], isa=cpu_isa() if device == "cpu" else "")

@@ -28,6 +28,13 @@ class Entry:
         bad = [o for o in self.case.observed if o.verdict == "divergence"]
         return (bad[-1].signature or f"{bad[-1].oracle}:unknown:-") if bad else ""
 
+    @property
+    def signatures(self) -> set[str]:
+        """Every symptom this case was seen with (each observation's signature and its other symptoms): one finding."""
+        if self.case is None:
+            return set()
+        return {s for o in self.case.observed if o.verdict == "divergence" for s in (o.signature, *o.symptoms) if s}
+
 
 @dataclass
 class Group:
@@ -126,18 +133,21 @@ def group(entries: list[Entry]) -> tuple[list[Group], list[Entry]]:
         if not sig:
             clean.append(e)
             continue
-        g = groups.get(sig)
+        g = next((groups[x] for x in sorted(e.signatures | {sig}) if x in groups), None)  # a symptom already seen: same finding
         if g is None:
             oracle, symptom = split_signature(sig)
             g = groups[sig] = Group(sig, oracle, symptom, "")
+        for x in e.signatures:
+            groups.setdefault(x, g)
         g.entries.append(e)
         for v, s in version_status(e.case).items():  # type: ignore[arg-type]
             g.versions.setdefault(v, s)
             if "divergence" in s:
                 g.versions[v] = s
-    for g in groups.values():
+    unique = list({id(g): g for g in groups.values()}.values())
+    for g in unique:
         g.where = where_of(g.summary)
-    return sorted(groups.values(), key=lambda g: (-len(g.entries), g.signature)), clean
+    return sorted(unique, key=lambda g: (-len(g.entries), g.signature)), clean
 
 
 def render_text(groups: list[Group], clean: list[Entry]) -> str:

@@ -16,6 +16,8 @@ def add_arguments(p) -> None:
     options.add_timeout(p)
     options.add_json(p)
     p.add_argument("--record", action="store_true", help="append this run's observation (vLLM version, verdict) to the case file")
+    p.add_argument("--runs", type=options.positive_int, default=1,
+                   help="replay on this many fresh engines; prints (and --record writes) the reproduction rate, every symptom seen and the CPU's ISA class")
 
 
 def print_result(case_path: str, result, as_json: bool) -> None:
@@ -47,8 +49,18 @@ def run(args) -> int:
     if args.record:
         options.file_to_write("--record", args.case)
     with make_host(args.host, workers=2, timeout=args.timeout, warm=False) as host:
-        result = evaluate(case, host, args.timeout)
+        if args.runs > 1:
+            from hybridfuzz.reproduce import reproduce
+
+            obs, results = reproduce(case, host, args.runs, args.timeout)
+            result = next((r for r in results if obs.signature and r.verdict.signature == obs.signature), results[-1])
+        else:
+            result = evaluate(case, host, args.timeout)
+            obs = observation(result)
     print_result(args.case, result, args.json)
+    if args.runs > 1 and not args.json:
+        print(f"  reproduced in {obs.reproductions} of {obs.runs} fresh runs" + (f" on {obs.isa}" if obs.isa else "")
+              + (f"; other symptoms: {', '.join(obs.symptoms)}" if obs.symptoms else ""))
     if args.record:
-        write_atomic(args.case, dump_case(with_observation(case, observation(result))))
-    return result.verdict.exit_code
+        write_atomic(args.case, dump_case(with_observation(case, obs)))
+    return 1 if obs.verdict == "divergence" else result.verdict.exit_code

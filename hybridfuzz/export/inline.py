@@ -41,8 +41,18 @@ class InlineError(ValueError):
     """The template or the code it names cannot be made standalone; str() is one line."""
 
 
-def literal(value: Any) -> str:
-    """Python source that evaluates to value (JSON-like data, regexes, dataclass instances)."""
+def literal(value: Any, refs: list[tuple[str, Any]] | None = None) -> str:
+    """Python source that evaluates to value (JSON-like data, regexes, dataclass instances). A hybridfuzz
+    class or function inside it (``STEP_NAMES = {Generate: "generate"}``) is written by name and added to
+    ``refs``, so the caller copies it too."""
+    def lit(v: Any) -> str:
+        return literal(v, refs)
+
+    if (inspect.isclass(value) or inspect.isfunction(value)) and _is_ours(value):
+        if refs is None or value.__name__ == "<lambda>":
+            raise InlineError(f"cannot write {value.__qualname__} as a literal here")
+        refs.append((value.__name__, value))
+        return value.__name__
     if isinstance(value, float):
         if math.isnan(value):
             return "float('nan')"
@@ -52,18 +62,20 @@ def literal(value: Any) -> str:
     if value is None or isinstance(value, (bool, int, str, bytes)):
         return repr(value)
     if isinstance(value, tuple):
-        return "(" + ", ".join(literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        return "(" + ", ".join(lit(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, list):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
+        return "[" + ", ".join(lit(v) for v in value) + "]"
     if isinstance(value, (set, frozenset)):
-        inner = ", ".join(literal(v) for v in sorted(value, key=repr))
+        inner = ", ".join(lit(v) for v in sorted(value, key=repr))
         return f"{type(value).__name__}([{inner}])"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in value.items()) + "}"
     if isinstance(value, re.Pattern):
         return f"re.compile({value.pattern!r}, {int(value.flags)})"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        args = ", ".join(f"{f.name}={literal(getattr(value, f.name))}" for f in dataclasses.fields(value) if f.init)
+        args = ", ".join(f"{f.name}={lit(getattr(value, f.name))}" for f in dataclasses.fields(value) if f.init)
+        if refs is not None and _is_ours(type(value)):
+            refs.append((type(value).__name__, type(value)))
         return f"{type(value).__name__}({args})"
     raise InlineError(f"cannot write a {type(value).__name__} as a literal")
 
@@ -112,36 +124,55 @@ class _Walker:
         self.order: list[str] = []
         self.missing: dict[str, str] = {}  # external name -> who needs it
 
-    def add(self, name: str, obj: Any, needed_by: str) -> None:
+    def add(self, name: str, obj: Any, needed_by: str, module: Any = None) -> None:
+        """Copy ``obj`` under ``name``; ``module``: where a non-literal constant is assigned (its statement is copied)."""
         if name in self.defs:
             if self.defs[name].obj is not obj and _unwrap(self.defs[name].obj) is not _unwrap(obj):
                 raise InlineError(f"two different objects named {name!r} are needed ({needed_by} and an earlier one)")
             return
-        if inspect.isfunction(_unwrap(obj)) or inspect.isclass(obj):
-            self._add_code(name, obj)
-        elif dataclasses.is_dataclass(obj) and _is_ours(type(obj)):
-            cls = type(obj)
-            self.defs[name] = _Def(name, obj, f"{name} = {literal(obj)}\n", [])
-            self.add(cls.__name__, cls, name)
-            self.defs[name].deps.append(cls.__name__)
-            self._note_externals(literal(obj), name)
-            self.order.append(name)
-        else:
-            try:
-                text = literal(obj)
-            except InlineError as e:
+        if (inspect.isfunction(_unwrap(obj)) or inspect.isclass(obj)) and getattr(obj, "__name__", "") == name:
+            self._add_source(name, obj, _source(obj), sys.modules[_unwrap(obj).__module__])
+            return
+        refs: list[tuple[str, Any]] = []
+        statement = _assignment(module, name) if module is not None else None
+        try:
+            text = f"{name} = {literal(obj, refs)}\n"
+        except InlineError as e:
+            if statement is None:
                 raise InlineError(f"{name} (used by {needed_by}): {e}") from None
-            self.defs[name] = _Def(name, obj, f"{name} = {text}\n", [])
-            self._note_externals(text, name)
-            self.order.append(name)
+            text = ""
+        if not text or (len(text) > 200 and statement is not None):  # a table of lambdas, a long table: its own source
+            self._add_source(name, obj, statement, module)
+            return
+        self.defs[name] = _Def(name, obj, text, [])
+        for ref_name, ref in refs:
+            self.add(ref_name, ref, name)
+            self.defs[name].deps.append(ref_name)
+        self._note_externals(text, name)
+        self.order.append(name)
 
     def _note_externals(self, text: str, who: str) -> None:
         if "re.compile(" in text and "re" not in self.provided:
             self.missing.setdefault("re", who)
 
-    def _add_code(self, name: str, obj: Any) -> None:
-        src = _source(obj)
-        module = sys.modules[_unwrap(obj).__module__]
+    def _module_ref(self, alias: str, module: Any, attrs: set[str], who: str) -> None:
+        """``alias.attr`` in copied code, alias a hybridfuzz module: copy each attr under its own name and
+        bind ``alias = SimpleNamespace(attr=attr, ...)``."""
+        if "SimpleNamespace" not in self.provided:
+            self.missing.setdefault("SimpleNamespace", who)
+        d = self.defs.get(alias)
+        if d is None:
+            d = self.defs[alias] = _Def(alias, module, "", [])
+            self.order.append(alias)
+        elif d.obj is not module:
+            raise InlineError(f"two different objects named {alias!r} are needed ({who} and an earlier one)")
+        for attr in sorted(attrs):
+            self.add(attr, getattr(module, attr), who, module)
+            if attr not in d.deps:
+                d.deps.append(attr)
+        d.source = f"{alias} = SimpleNamespace(" + ", ".join(f"{x}={x}" for x in d.deps) + ")  # the module's names used here\n"
+
+    def _add_source(self, name: str, obj: Any, src: str, module: Any) -> None:
         tree = ast.parse(src)
         drop: list[tuple[int, int, int]] = []  # (first line, last line, indent) of inner hybridfuzz imports
         deps: list[str] = []
@@ -155,28 +186,30 @@ class _Walker:
                     value = getattr(inner, alias.name)
                     if inspect.ismodule(value):
                         raise InlineError(f"{name} imports the module {node.module}.{alias.name}; name what it uses instead")
-                    self.add(alias.asname or alias.name, value, name)
+                    self.add(alias.asname or alias.name, value, name, inner)
                     deps.append(alias.asname or alias.name)
                 drop.append((node.lineno, node.end_lineno or node.lineno, node.col_offset))
         skip = _annotation_nodes(tree)
-        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip}
-        bound_here = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        loads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip]
+        bound_here = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - {name}
         bound_here |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
                        for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *filter(None, [n.vararg, n.kwarg])]}
-        for ref in sorted(names):
-            if ref == name or ref in deps:
-                continue
-            if ref not in vars(module):
-                continue  # a builtin, or a local name of the copied code
+        attrs: dict[str, set[str]] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and id(n) not in skip:
+                attrs.setdefault(n.value.id, set()).add(n.attr)
+        for ref in sorted({n.id for n in loads}):
+            if ref == name or ref in deps or ref in bound_here or ref not in vars(module):
+                continue  # itself, a builtin, or a local of the copied code (assigned anywhere = local there)
             value = vars(module)[ref]
-            if ref in bound_here:
-                continue  # a local of the copied code (Python scoping: assigned anywhere = local there)
-            if inspect.ismodule(value) or not _is_ours(value) and (callable(value) or not _is_plain(value)):
-                if ref not in self.provided:
+            if inspect.ismodule(value) and (value.__name__ == PACKAGE or value.__name__.startswith(PACKAGE + ".")):
+                self._module_ref(ref, value, attrs.get(ref, set()), name)
+                deps.append(ref)
+            elif inspect.ismodule(value) or (callable(value) and not _is_ours(value)):
+                if ref not in self.provided:  # math, dataclass, defaultdict...: the template's own imports
                     self.missing.setdefault(ref, name)
-                continue
-            if _is_ours(value) or _is_plain(value) or (dataclasses.is_dataclass(value) and _is_ours(type(value))):
-                self.add(ref, value, name)
+            else:  # ours, or data: a literal, else its own assignment statement
+                self.add(ref, value, name, module)
                 deps.append(ref)
         lines = src.splitlines(keepends=True)
         for first, last, col in sorted(drop, reverse=True):
@@ -201,10 +234,26 @@ class _Walker:
         return "\n\n\n".join(x.rstrip() + "\n" for x in out)
 
 
-def _is_plain(value: Any) -> bool:
+def _assignment(module: Any, name: str) -> str | None:
+    """Source of the top-level statement of ``module`` that assigns ``name`` (``X = ...`` or ``X: T = ...``)."""
     try:
-        literal(value)
-        return not dataclasses.is_dataclass(value)
+        text = inspect.getsource(module)
+    except (OSError, TypeError):
+        return None
+    for node in ast.parse(text).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return ast.get_source_segment(text, node) + "\n"
+    return None
+
+
+def _is_plain(value: Any) -> bool:
+    """Data the walker writes as a literal (not a class, function or module of its own)."""
+    if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismodule(value):
+        return False
+    try:
+        literal(value, [])
+        return True
     except InlineError:
         return False
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses  # noqa: F401  (used by the inlined code)
 import hashlib  # noqa: F401  (used by the inlined code)
-import inspect
+import inspect  # noqa: F401  (used by the inlined code)
 import json
 import math  # noqa: F401  (used by the inlined code)
 import multiprocessing
@@ -40,11 +40,12 @@ from types import SimpleNamespace
 BLOCKED = ("torchvision", "torchaudio", "torchcodec")
 
 # >>> hybridfuzz-inline
-from hybridfuzz.case import Generate, ResetPrefixCache, Sleep, WakeUp  # noqa: E402
+from hybridfuzz.case import Generate, ResetPrefixCache, Sleep, WakeUp  # noqa: E402,F401  (the data block builds steps)
 from hybridfuzz.engines.base import classify, error_info  # noqa: E402
+from hybridfuzz.engines.offline import _steps  # noqa: E402
 from hybridfuzz.executor import judge  # noqa: E402
 from hybridfuzz.model import hf_config, make_tensor, tensor_shapes  # noqa: E402
-from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace  # noqa: E402
+from hybridfuzz.trace import ErrorInfo, Trace  # noqa: E402
 # <<< hybridfuzz-inline
 
 # >>> hybridfuzz-data
@@ -82,40 +83,9 @@ def build_model(out_dir: str) -> str:
     return out_dir
 
 
-def _request(req) -> RequestResult:
-    comp = req.outputs[0]
-    lps = [[[int(t), float(lp.logprob)] for t, lp in sorted(pos.items(), key=lambda kv: (-kv[1].logprob, kv[0]))]
-           for pos in comp.logprobs or []]
-    return RequestResult(prompt_len=len(req.prompt_token_ids or []), tokens=list(comp.token_ids), logprobs=lps,
-                         num_cached_tokens=getattr(req, "num_cached_tokens", None))
-
-
-def run_step(llm, step) -> list:
-    if isinstance(step, Generate):
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        params = SamplingParams(temperature=0.0, max_tokens=step.max_tokens, logprobs=step.logprobs, ignore_eos=True)
-        outs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in step.prompts], params, use_tqdm=False)
-        return [_request(o) for o in outs]
-    if isinstance(step, Sleep):
-        if "mode" in inspect.signature(llm.sleep).parameters:
-            llm.sleep(level=step.level, mode=step.mode)
-        else:  # older vLLM: no pause mode
-            llm.sleep(level=step.level)
-    elif isinstance(step, WakeUp):
-        llm.wake_up(tags=list(step.tags) if step.tags is not None else None)
-    elif isinstance(step, ResetPrefixCache):
-        llm.reset_prefix_cache()
-    return []
-
-
-def _step_name(step) -> str:
-    return {Generate: "generate", Sleep: "sleep", WakeUp: "wake_up", ResetPrefixCache: "reset_prefix_cache"}[type(step)]
-
-
 def run_engine(engine: dict, model_dir: str) -> Trace:
-    """Start one engine, run the case's steps; exceptions become data (as hybridfuzz's offline host does)."""
+    """Start one engine and run the case's steps; exceptions become data, refusals and findings told apart by
+    hybridfuzz's own rule (engines/base.py classify)."""
     import torch
 
     trace = Trace(env={"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"})
@@ -130,19 +100,7 @@ def run_engine(engine: dict, model_dir: str) -> Trace:
         trace.error = error_info(e)
         trace.outcome = classify(trace.error, "startup")
         return trace
-    for i, step in enumerate(CASE.steps):
-        result = StepResult(index=i, kind=_step_name(step))
-        t0 = time.perf_counter()
-        try:
-            result.outputs = run_step(llm, step)
-        except Exception as e:
-            result.error = error_info(e)
-        result.seconds = time.perf_counter() - t0
-        trace.steps.append(result)
-        if result.error:
-            trace.error = result.error
-            trace.outcome = classify(result.error, "step")
-            break
+    _steps(llm, CASE, trace, lambda event: None, 0)  # hybridfuzz's own step loop (engines/offline.py)
     return trace
 
 

@@ -1,0 +1,93 @@
+"""Reproduction rates and per-machine expectations (#14 defects 1 and 2), without engines."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hybridfuzz.case import CaseError, Observation, dump_case, load_case
+from hybridfuzz.oracles.verdict import Verdict
+from hybridfuzz.reproduce import MAX_RUNS, expectation, runs_for, summarize
+from hybridfuzz.triage import group, load_entries
+
+CASE = """\
+model: {layers: [linear_attention, full_attention]}
+engine: {kv_cache_dtype: fp8_ds_mla}
+steps: [{generate: {prompts: [[3]]}}]
+expect: {0.32.0: divergence}
+"""
+
+
+def _case(*observed: Observation):
+    return load_case(CASE).replace(observed=list(observed))
+
+
+def obs(isa: str, runs: int, hits: int, **kw) -> Observation:
+    return Observation(vllm="0.32.0", verdict="divergence" if hits else "pass", isa=isa, runs=runs, reproduced=hits, **kw)
+
+
+@pytest.mark.parametrize("observed, isa, verdict, runs", [
+    ([], "x86_64/avx2", "divergence", 1),  # no per-machine record: must reproduce anywhere (the old rule)
+    ([obs("x86_64/avx2", 3, 3)], "x86_64/avx2", "divergence", 1),
+    ([obs("x86_64/avx2", 3, 3)], "x86_64/avx512_bf16+amx", None, 1),  # the AVX-512/AMX machine of #14: not checked there
+    ([obs("x86_64/avx2", 3, 3), obs("x86_64/avx512_bf16+amx", 3, 0)], "x86_64/avx512_bf16+amx", "pass", 1),
+    ([obs("x86_64/avx2", 4, 2)], "x86_64/avx2", "divergence", 6),  # half the time: 6 runs miss it with p < 1 %... at most 6
+    ([obs("x86_64/avx2", 3, 2)], "x86_64/avx2", "divergence", 5),
+])
+def test_expectation_per_machine(observed, isa, verdict, runs):
+    exp = expectation(_case(*observed), "0.32.0", isa)
+    assert (exp.verdict, exp.runs if verdict else 1) == (verdict, runs), exp.why
+    if verdict is None:
+        assert "x86_64/avx2: 3/3" in exp.skip and isa in exp.skip
+
+
+def test_pass_and_missing_expectations():
+    case = load_case(CASE.replace("divergence", "pass"))
+    assert expectation(case, "0.32.0", "x86_64/avx2").verdict == "pass"
+    assert expectation(case, "0.26.0", "x86_64/avx2").skip.startswith("no expectation")
+
+
+def test_runs_for_bounds_the_miss_probability():
+    assert runs_for(1.0) == 1 and runs_for(0.0) == 0
+    for rate in (0.2, 0.34, 0.5, 0.67, 0.9):
+        n = runs_for(rate)
+        assert n == MAX_RUNS or (1 - rate) ** n <= 0.01 < (1 - rate) ** (n - 1)
+
+
+def test_summary_of_runs_keeps_every_symptom():
+    """The nvfp4 case of #14: NaN in two runs, SIGILL at start-up in the third: one observation, one finding."""
+    nan = Verdict("divergence", "health", "non-finite logprob", symptom="nonfinite", where="generate")
+    sigill = Verdict("divergence", "health", "case crash at start-up", symptom="crash:SIGILL", where="start-up:")
+    ok = Verdict("pass", "health", "fine")
+    o = summarize([nan, sigill, ok, nan], {"vllm": "0.32.0", "device": "cpu", "torch": "2.13.0+cpu"})
+    assert (o.verdict, o.runs, o.reproduced, o.signature, o.symptoms) == ("divergence", 4, 3, nan.signature, [sigill.signature])
+    assert o.isa  # the CPU's ISA class is recorded with a CPU observation
+    again = load_case(dump_case(_case(o)))
+    assert again.observed == [o]
+    single = summarize([ok], {"vllm": "0.32.0", "device": "cpu"})
+    assert (single.verdict, single.runs, single.reproduced, single.reproductions) == ("pass", 1, None, 0)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"runs": 0}, "observed[0].runs: must be >= 1"),
+    ({"runs": 2, "reproduced": 3}, "observed[0].reproduced: must be 0 to runs (2)"),
+    ({"runs": 2, "reproduced": 0, "verdict": "divergence"}, "observed[0].reproduced: 0 of 2 runs diverged, but verdict is divergence"),
+])
+def test_observation_rate_is_checked_on_load(fields, message):
+    o = {"vllm": "0.32.0", "verdict": "pass", **fields}
+    text = CASE + "observed:\n- " + ", ".join(f"{k}: {v}" for k, v in o.items()).replace(", ", "\n  ") + "\n"
+    with pytest.raises(CaseError) as e:
+        load_case(text)
+    assert str(e.value).startswith(message)
+
+
+def test_triage_groups_a_cases_symptoms_as_one_finding(tmp_path):
+    """Two files, one recording NaN (and SIGILL as another symptom), the other found by its SIGILL: one group."""
+    nan = Verdict("divergence", "health", "non-finite logprob", symptom="nonfinite", where="generate")
+    sigill = Verdict("divergence", "health", "case crash at start-up", symptom="crash:SIGILL", where="start-up:")
+    a = summarize([nan, sigill, nan], {"vllm": "0.32.0", "device": "cpu"})
+    b = dataclasses.replace(summarize([sigill], {"vllm": "0.32.0", "device": "cpu"}))
+    (tmp_path / "a.yaml").write_text(dump_case(_case(a)))
+    (tmp_path / "b.yaml").write_text(dump_case(_case(b)))
+    groups, clean = group(load_entries([str(tmp_path)]))
+    assert len(groups) == 1 and len(groups[0].entries) == 2 and not clean
