@@ -13,7 +13,7 @@ import pytest
 
 from demo_runs import write_demo_campaign, write_demo_fuzz
 
-from hybridfuzz import cli, report
+from hybridfuzz import cli, plots, report
 from hybridfuzz.campaign.records import CaseEvent
 from hybridfuzz.case import load_case_file
 
@@ -49,7 +49,7 @@ def test_step_names_are_the_same_for_writer_and_reader():
     assert set(e.steps) <= {"generate", "sleep", "wake_up", "reset_prefix_cache"} and "wake_up" in e.steps
     back = CaseEvent.from_dict(json.loads(e.to_json()))
     assert back == e
-    assert report._short_steps(back.steps) == report._short_steps(("sleep", "wake_up")) or "wake" in report._short_steps(back.steps)
+    assert plots._short_steps(back.steps) == plots._short_steps(("sleep", "wake_up")) or "wake" in plots._short_steps(back.steps)
     old = CaseEvent.from_dict({"t": 1, "steps": "Generate,Sleep,WakeUp,ResetPrefixCache"})  # files written before the names were unified
     assert old.steps == ("generate", "sleep", "wake_up", "reset_prefix_cache")
 
@@ -83,11 +83,11 @@ def test_plot_numbers():
     events = [CaseEvent.from_dict(d) for d in (
         {"t": 10, "status": "pass", "signature": ""}, {"t": 20, "status": "divergence", "signature": "a:x:1"},
         {"t": 30, "status": "divergence", "signature": "a:x:1"}, {"t": 40, "status": "divergence", "signature": "b:y:2"})]
-    assert report.first_seen(events) == [("a:x:1", 20.0, 2), ("b:y:2", 40.0, 1)]
-    svg = report.plot_findings_over_time(events, first=20.0)
+    assert plots.first_seen(events) == [("a:x:1", 20.0, 2), ("b:y:2", 40.0, 1)]
+    svg = plots.plot_findings_over_time(events, first=20.0)
     assert svg.count('class="dot-found"') == 2 and "first finding 20 s" in svg
-    assert report._short_steps(("generate", "generate", "sleep", "wake_up", "generate")) == "gen×2 → sleep → wake → gen"
-    assert report._time_ticks(1800) == [0, 600, 1200, 1800] and report._time_ticks(50) == [0, 10, 20, 30, 40, 50]
+    assert plots._short_steps(("generate", "generate", "sleep", "wake_up", "generate")) == "gen×2 → sleep → wake → gen"
+    assert plots._time_ticks(1800) == [0, 600, 1200, 1800] and plots._time_ticks(50) == [0, 10, 20, 30, 40, 50]
 
 
 def test_empty_and_broken_campaigns(tmp_path):
