@@ -1,0 +1,56 @@
+"""``hybridfuzz bench --faults all|NAME[:SEV][,NAME...]|clean``: detection power per injected fault.
+
+Options only; the work is ``hybridfuzz/faultbench.py``. Rows merge into one table
+(``--table``, default results/faults-cpu-<date>-vllm-<version>.json and .md), so each
+fault can run in its own invocation (one engine-lock acquisition each).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+from hybridfuzz.cli import options
+from hybridfuzz.cli.errors import UsageError
+
+
+def _duration(text: str) -> float:
+    return options._duration(text)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--faults", help="detection power instead: 'all', fault names (name:severity grades one), or 'clean' for the no-fault run")
+    p.add_argument("--budget-per-fault", type=_duration, default=600.0, help="fuzz budget per fault (e.g. 10m); --faults clean runs --clean-budget")
+    p.add_argument("--clean-budget", type=_duration, help="budget of the clean run (default: budget-per-fault x number of faults in the catalogue)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--table", help="table to merge rows into (default results/faults-cpu-<date>-vllm-<version>.json)")
+    p.add_argument("--runs", default="runs/faultbench", help="directory for the fuzz runs")
+    p.add_argument("--fuzz-args", default="--max-layers 4 --max-steps 4", help="extra arguments for each `hybridfuzz fuzz` run, e.g. '--kv-dtypes float16'")
+
+
+def run(args) -> int:
+    import os
+
+    from hybridfuzz import faultbench
+    from hybridfuzz.faults import names
+    from hybridfuzz.faults.spec import FaultSpecError
+
+    try:
+        faults = faultbench.resolve(args.faults)
+    except FaultSpecError as e:
+        raise UsageError(f"--faults: {str(e).split(': ', 1)[1]}") from None
+    os.makedirs(args.runs, exist_ok=True)
+    rows = []
+    for fault in faults:
+        budget = (args.clean_budget or args.budget_per_fault * len(names())) if fault == faultbench.CLEAN else args.budget_per_fault
+        print(f"hybridfuzz bench --faults: {fault}, {budget:.0f} s", file=sys.stderr, flush=True)
+        row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(args.fuzz_args), args.timeout)
+        rows.append(row)
+        print(f"  {fault}: found={row.found} t={row.time_to_find_s} oracle={row.oracle} size={row.shrunk_size} other={row.other}", file=sys.stderr, flush=True)
+    command = "hybridfuzz bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "hybridfuzz bench --faults " + args.faults
+    table = faultbench.merge(args.table or faultbench.table_path(), rows, command)
+    if args.json:
+        print(json.dumps(table, indent=2))
+    else:
+        print(faultbench.markdown(table))
+    return 0

