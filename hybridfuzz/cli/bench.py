@@ -1,5 +1,6 @@
 """``hybridfuzz bench``: per-case latency, cases/min and peak memory, naive vs fast path;
-or ``--at-once N,M``: that many fresh engines started at the same moment."""
+or ``--at-once N,M``: that many fresh engines started at the same moment;
+or ``--faults``: detection power per injected fault (``bench_faults.py``)."""
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,9 @@ def add_arguments(p) -> None:
     p.add_argument("--skip-naive", action="store_true")
     options.add_timeout(p, 600.0)
     p.add_argument("--at-once", type=counts, help="instead: start this many engines at the same moment (e.g. 8,16) and report start-up failures")
+    from hybridfuzz.cli import bench_faults
+
+    bench_faults.add_arguments(p)
     options.add_json(p)
 
 
@@ -41,6 +45,10 @@ def run(args) -> int:
 
     if args.at_once:
         return _at_once(args)
+    if args.faults:
+        from hybridfuzz.cli import bench_faults
+
+        return bench_faults.run(args)
     cases = bench_cases()
     results = []
     if not args.skip_naive:
