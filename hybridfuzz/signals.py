@@ -85,3 +85,11 @@ def report(signals: Signals) -> None:
         target(value, label=label)
     for e in signals.events:
         event(e)
+
+
+def feed(case: Case, result) -> None:
+    """The fuzz loop's call site: report the signals when HYBRIDFUZZ_SIGNALS=1 (off until measured to win)."""
+    import os
+
+    if os.environ.get("HYBRIDFUZZ_SIGNALS") == "1":
+        report(compute(case, result.trace, getattr(result, "reference", None)))

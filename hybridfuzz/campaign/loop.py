@@ -18,6 +18,7 @@ from typing import Callable
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from hybridfuzz import signals
 from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, RunSummary
 from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.case import Case
@@ -105,6 +106,7 @@ class FuzzLoop:
         result = evaluate(case, self.host, self.cfg.timeout_s)
         self.stats.cases += 1
         v = result.verdict
+        signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
         self._event(case, v, time.time() - t0, phase)
         self.progress(self.stats, phase)
         if self._is_target(case, result):
