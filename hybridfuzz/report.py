@@ -127,7 +127,10 @@ def render(c: LoadedRun) -> str:
     parts.append(f'<p class="sub">{_e(" · ".join(f for f in facts if f))}</p>')
     if c.problems:
         parts.append('<p class="problems">' + "<br>".join(_e(p) for p in c.problems) + "</p>")
-    cards = [("cases run", n_cases, False), ("findings", n_findings, bool(n_findings)), ("time to first finding", _fmt_s(ttff), False),
+    label = "findings"
+    if c.kind == "campaign":  # reported = replayed on a fresh engine; open ones are still shrinking
+        label = f"findings reported ({sum(1 for v in c.states.values() if v == 'open')} open)"
+    cards = [("cases run", n_cases, False), (label, n_findings, bool(n_findings)), ("time to first finding", _fmt_s(ttff), False),
              ("configurations covered", len(combos), False), ("cases / min", f"{60 * len(events) / tmax:.1f}" if events else "—", False)]
     parts.append('<div class="cards">' + "".join(f'<div class="card{" bad" if bad else ""}"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
                                                for k, v, bad in cards) + "</div>")
@@ -144,12 +147,23 @@ def render(c: LoadedRun) -> str:
     parts.append(plot_steps(events))
     parts.append(f'<p class="note">{status["pass"]} pass, {status["divergence"]} divergent, {status["unsupported"]} unsupported runs; '
                  f'{secs:.0f} s of engine time.</p>')
+    workers = s.get("per_worker") if c.kind == "campaign" else None
+    if isinstance(workers, dict) and workers:
+        parts.append("<h2>Workers</h2>")
+        rows = "".join(f"<tr><td>{_e(i)}</td><td>{_e(w.get('cases', 0))}</td><td>{_e(w.get('shrink_cases', 0))}</td>"
+                       f"<td>{_e(_fmt_s(w.get('busy_s')))}</td><td>{_e(w.get('starts', 0))}</td></tr>" for i, w in workers.items())
+        parts.append("<table><tr><th>worker</th><th>cases</th><th>of them shrinking</th><th>busy</th><th>starts</th></tr>" + rows + "</table>")
     parts.append("<h2>Findings</h2>")
     if c.findings:
         hit = {sig: (t, n) for sig, t, n in firsts}
         rows = []
         state_col = bool(c.states)
-        for name, case in c.findings:
+        def first_found(item) -> float:
+            case = item[1]
+            sigs = [o.signature for o in getattr(case, "observed", []) if o.verdict == "divergence"]
+            return hit.get(sigs[-1], (float("inf"), 0))[0] if sigs else float("inf")
+
+        for name, case in sorted(c.findings, key=first_found):
             if isinstance(case, str):
                 rows.append(f"<tr><td><code>{_e(name)}</code></td><td colspan={4 if state_col else 3} class=problems>{_e(case)}</td></tr>")
                 continue
