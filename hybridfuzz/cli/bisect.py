@@ -11,7 +11,8 @@ NAME = "bisect"
 HELP = "replay a case on vLLM releases (each in its own cached environment), find the first bad and last good"
 EXITS = {0: "a boundary was found, or every release tried gave the same verdict",
          1: "the newest release tried still shows the divergence",
-         3: "no release tried can run the case (cannot run here)"}
+         3: "no release tried can run the case (cannot run here)",
+         4: "no release gave a verdict (its environment or the replay failed; the lines say why)"}
 
 
 def add_arguments(p) -> None:
@@ -38,6 +39,8 @@ def run(args) -> int:
             if not args.sites:
                 raise UsageError("bisect --engine gpu needs --sites VERSION=SITE,... (sites installed by gpu/hf.sh)")
             sites = venvs.parse_sites(args.sites)
+            for v, site in sites.items():
+                venvs.gpu_env(v, site)  # every site checked before the first replay
             versions = venvs.select(sorted(sites, key=venvs.version_key), args.versions)
             missing = [v for v in versions if v not in sites]
             if missing:
@@ -66,8 +69,11 @@ def run(args) -> int:
             print(p.line())
         total_install = sum(p.install_s for p in result.probes)
         total_replay = sum(p.replay_s for p in result.probes)
-        print(f"wall: install {total_install:.0f}s, replay {total_replay:.0f}s; observed/expect written to {args.case}")
+        written = sum(p.observation is not None for p in result.probes)
+        print(f"wall: install {total_install:.0f}s, replay {total_replay:.0f}s; observed/expect of {written} release(s) written to {args.case}")
     newest = max(result.probes, key=lambda p: bisection.version_key(p.version))
-    if all(p.outcome == "cannot-run" for p in result.probes):
+    if all(p.outcome == "error" for p in result.probes):
+        return 4
+    if all(p.outcome in ("cannot-run", "error") for p in result.probes):
         return 3
     return 1 if newest.outcome == "divergence" else 0
