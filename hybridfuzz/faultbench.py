@@ -115,6 +115,11 @@ def table_path(results_dir: str = "results") -> str:
     return os.path.join(results_dir, f"faults-cpu-{datetime.date.today().isoformat()}-vllm-{vllm_version()}.json")
 
 
+def _key(row: FaultRow) -> str:
+    """A fault has one row; clean runs accumulate, one row per seed (the clean run may come in chunks)."""
+    return f"{CLEAN} seed {row.seed}" if row.fault == CLEAN else row.fault
+
+
 def merge(path: str, new: list[FaultRow], command: str) -> dict:
     """Rows replace those of the same fault in the table at ``path``; written atomically (+ .md)."""
     from hybridfuzz.store import write_atomic
@@ -124,11 +129,11 @@ def merge(path: str, new: list[FaultRow], command: str) -> dict:
     if os.path.exists(path):
         with open(path) as f:
             old = json.load(f)
-        rows = {r["fault"]: FaultRow(**r) for r in old.get("rows", [])}
+        rows = {_key(r): r for r in (FaultRow(**d) for d in old.get("rows", []))}
     commands = (old.get("commands", []) if rows else []) + [command]
     for r in new:
-        rows[r.fault] = r
-    ordered = sorted(rows.values(), key=lambda r: (r.fault == CLEAN, r.fault))
+        rows[_key(r)] = r
+    ordered = sorted(rows.values(), key=lambda r: (r.fault == CLEAN, r.fault, r.seed))
     table = {"vllm": vllm_version(), "machine": f"{os.cpu_count()} CPU cores", "updated": datetime.datetime.now().isoformat(timespec="seconds"),
              "commands": commands, "rows": [dataclasses.asdict(r) for r in ordered], "summary": summarize(ordered)}
     write_atomic(path, json.dumps(table, indent=2))

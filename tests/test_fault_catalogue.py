@@ -122,3 +122,18 @@ def test_dummy_run_state_hits_only_the_first_request_of_a_layer():
     again.scratch = c.scratch
     f.before(again)
     assert again.initial == [False]
+
+
+def test_bench_table_merges_rows_and_summarizes(tmp_path):
+    from hybridfuzz.faultbench import CLEAN, FaultRow, merge, resolve
+
+    path = str(tmp_path / "t.json")
+    merge(path, [FaultRow("state-not-zeroed", 120, 1, cases=9, found=True, time_to_find_s=40.0, oracle="self_consistency")], "c1")
+    merge(path, [FaultRow("nan-padding", 120, 1, cases=8), FaultRow(CLEAN, 200, 1, cases=20)], "c2")
+    table = merge(path, [FaultRow("state-not-zeroed", 120, 1, found=True, time_to_find_s=20.0, oracle="health"), FaultRow(CLEAN, 100, 2)], "c3")
+    assert [r["fault"] for r in table["rows"]] == ["nan-padding", "state-not-zeroed", CLEAN, CLEAN]
+    assert table["summary"] == {"faults": 2, "found": 1, "found_fraction": 0.5, "median_time_to_find_s": 20.0,
+                                "clean_budget_s": 300, "clean_findings": 0}
+    assert table["commands"] == ["c1", "c2", "c3"]
+    assert "1 of 2 faults found" in open(path[:-5] + ".md").read()
+    assert resolve("all")[0] == "state-not-zeroed" and resolve("clean,nan-padding:0.5") == [CLEAN, "nan-padding:0.5"]
