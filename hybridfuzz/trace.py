@@ -29,6 +29,9 @@ class RequestResult:
     # per generated position: [[token_id, logprob], ...] best first (top-k plus the sampled token)
     logprobs: list[list[list[float]]]
     num_cached_tokens: int | None = None
+    # Requests left in flight (a ``submit`` step): how they ended, e.g. length, abort, queued (still waiting for
+    # a wake-up when the case ended), error: HTTP500 ... None for an ordinary generate.
+    finish_reason: str | None = None
 
 
 @dataclass

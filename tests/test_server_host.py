@@ -11,7 +11,7 @@ import time
 import pytest
 
 import hybridfuzz  # noqa: F401  (torchvision guard before anything imports vLLM)
-from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.case import Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
 from hybridfuzz.engines.server import ServerHost, parse_completion, root_cause, server_args
 from hybridfuzz.hosts import HOSTS, make_host
 from hybridfuzz.model import ModelSpec
@@ -160,3 +160,40 @@ def test_startup_timeout_kills_the_server():
     assert time.perf_counter() - t0 < 60
     with pytest.raises(ProcessLookupError):  # the whole process group is gone
         os.killpg(host.last_pid, 0)
+
+
+# ---------------------------------------------------------------- sleep/wake protocol on the server (issue #13)
+
+def test_streamed_chunks_parse_best_first_and_keep_the_finish_reason():
+    from hybridfuzz.engines.inflight import Streamed
+
+    req = Streamed([1, 2, 3])
+    req.take({"choices": [{"logprobs": {"tokens": ["token_id:5"], "top_logprobs": [{"token_id:4": -2.0, "token_id:5": -0.5}]}}]})
+    assert req.first.is_set() and req.tokens == [5]
+    req.take({"choices": [{"logprobs": {"tokens": ["token_id:9"], "top_logprobs": [{"token_id:9": -0.1}]}, "finish_reason": "abort"}]})
+    req.take({"choices": [], "usage": {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": 0}}})
+    r = req.result()
+    assert r.tokens == [5, 9] and r.logprobs == [[[5, -0.5], [4, -2.0]], [[9, -0.1]]]
+    assert r.finish_reason == "abort" and r.num_cached_tokens == 0
+
+
+@pytest.mark.engine
+def test_sleep_with_requests_in_flight_queued_requests_and_reload_weights():
+    """A request streaming when /sleep?mode=abort arrives ends (aborted or complete, never hangs); a request
+    submitted while the scheduler is paused is queued and runs after the wake-up; partial wakes in both
+    orders; reload_weights through /collective_rpc."""
+    long = list(range(200, 230))
+    steps = [Generate([PROMPT], max_tokens=4), Submit([long], max_tokens=64), Sleep(level=1, mode="abort"),
+             Submit([SHORT], max_tokens=8), WakeUp(tags=["kv_cache"]), WakeUp(tags=["weights"]), ReloadWeights(),
+             Generate([SHORT], max_tokens=8)]
+    case = Case(model=ModelSpec(layers=("linear_attention", "full_attention")), steps=steps)
+    with ServerHost(timeout=600) as host:
+        trace = host.run(case)
+    assert trace.outcome == "ok", (trace.error, trace.log_tail[-2000:])
+    in_flight, queued = trace.steps[1].outputs[0], trace.steps[3].outputs[0]
+    assert in_flight.finish_reason in ("abort", "length"), in_flight
+    assert len(in_flight.tokens) >= 1 and (in_flight.finish_reason == "abort") == (len(in_flight.tokens) < 64), in_flight.tokens
+    assert queued.finish_reason == "length" and len(queued.tokens) == 8, queued
+    assert [s.kind for s in trace.steps] == ["generate", "submit", "sleep", "submit", "wake_up", "wake_up", "reload_weights", "generate"]
+    print("in flight at the sleep:", in_flight.finish_reason, len(in_flight.tokens), "tokens; queued:", queued.tokens,
+          "; generate after reload:", trace.steps[7].outputs[0].tokens)

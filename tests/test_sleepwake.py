@@ -160,3 +160,51 @@ def test_single_tag_wake_and_bare_reload_load_from_yaml():
     case = load_case("model: {layers: [linear_attention]}\nsteps: [{sleep: {level: 2}}, {wake_up: {tags: [weights]}}, reload_weights, "
                      "{wake_up: {tags: [kv_cache]}}]")
     assert case.steps[1:] == [WakeUp(["weights"]), ReloadWeights(), WakeUp(["kv_cache"])]
+
+
+def test_submit_on_the_offline_host_is_a_refusal_not_a_finding():
+    from hybridfuzz.engines.base import classify
+    from hybridfuzz.trace import ErrorInfo
+
+    msg = "submit (requests left in flight) is not supported by the offline host; use the server host"
+    assert classify(ErrorInfo("NotImplementedError", msg), "step") == "rejected"
+
+
+# ---------------------------------------------------------------- CPU engines: an injected wake bug is found and shrunk
+
+FAULT_ORACLE = {"wake-zero": "health", "kv-scale-wake": "self_consistency"}
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("fault", sorted(FAULT_ORACLE))
+def test_protocol_strategies_find_an_injected_wake_bug_and_shrink_it_to_at_most_4_steps(fault, monkeypatch):
+    """The fault (hybridfuzz/faults) acts in CPUWorker.wake_up with a quantized KV cache; Hypothesis draws
+    protocol scripts on a real fork-server engine and shrinks the first failing one (a time budget stops
+    the shrinking: candidates after it count as passing, so the best script so far is returned)."""
+    import time
+
+    from hybridfuzz.case import EngineConfig
+    from hybridfuzz.executor import evaluate
+    from hybridfuzz.hosts import make_host
+
+    monkeypatch.setenv("HYBRIDFUZZ_FAULT", fault)
+    seen: list = []
+    t0 = time.monotonic()
+    with make_host("forkserver", workers=1, timeout=120, warm=False) as host:
+        def fails(steps) -> bool:
+            if time.monotonic() - t0 > 420:
+                return False
+            case = Case(ModelSpec(layers=("linear_attention", "full_attention")), steps, EngineConfig(kv_cache_dtype="fp8"),
+                        OracleSpec(checks=["health", "self_consistency"]))
+            v = evaluate(case, host).verdict
+            hit = v.status == "divergence" and v.oracle == FAULT_ORACLE[fault]
+            if hit:
+                seen.append((len(steps), v.one_line()))
+            return hit
+
+        found = find(step_scripts(6, vocab_size=512), fails,
+                     settings=settings(max_examples=40, database=None, deadline=None, suppress_health_check=list(HealthCheck)))
+    print(f"{fault}: {len(seen)} failing scripts, shrunk to {len(found)} steps in {time.monotonic() - t0:.0f} s:",
+          dump_case(_case(found)).split("steps:")[1].split("oracle:")[0], seen[-1][1])
+    assert len(found) <= 4, found
+    assert any(isinstance(s, WakeUp) for s in found) and any(isinstance(s, Sleep) for s in found), found

@@ -9,7 +9,10 @@ the offline adapter passes to ``vllm.LLM``, turned into command-line flags) and
   can share a batch), token-id prompt, greedy, ``ignore_eos``, ``logprobs=k``,
   ``return_tokens_as_token_ids`` (top-logprob keys are ``token_id:N``);
 - sleep -> ``POST /sleep?level=N&mode=M``; wake_up -> ``POST /wake_up?tags=..``;
-- reset_prefix_cache -> ``POST /reset_prefix_cache``.
+- reset_prefix_cache -> ``POST /reset_prefix_cache``;
+- reload_weights -> ``POST /collective_rpc {"method": "reload_weights"}`` (vLLM's documented call);
+- submit -> streaming requests left in flight while the next steps run (engines/inflight.py): a sleep
+  with requests in flight, requests queued while the scheduler is paused; collected after the last step.
 
 A non-2xx answer is a ``StepResult.error`` (type ``HTTP500``...) and outcome
 "error"; a server that is dead (or dies right after the error) is "crash"; no
@@ -40,13 +43,14 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable
 
-from hybridfuzz.case import Case, Generate, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz import sleepwake
+from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
 from hybridfuzz.engines.base import REJECTION_TYPES, classify  # noqa: F401  (REJECTION_TYPES re-exported)
+from hybridfuzz.engines.inflight import InFlight
 from hybridfuzz.engines.isolation import SequentialHost, tail
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
 
 MODEL_NAME = "hybridfuzz"
-STEP_NAMES = {Generate: "generate", Sleep: "sleep", WakeUp: "wake_up", ResetPrefixCache: "reset_prefix_cache"}
 SERVER_ENV = {
     "VLLM_SERVER_DEV_MODE": "1",  # /sleep, /wake_up, /reset_prefix_cache, /server_info
     "VLLM_CPU_KVCACHE_SPACE": "1",
@@ -384,14 +388,18 @@ class ServerHost(SequentialHost):
         return ErrorInfo(cause.type, f"{cause.message} (the server {status}; {why})", cause.where)
 
     def _run_steps(self, case: Case, server: Server, trace: Trace, deadline: float) -> None:
-        for i, step in enumerate(case.steps):
+        inflight = InFlight(server.port, MODEL_NAME)
+        for i, (step, walked) in enumerate(zip(case.steps, sleepwake.walk(case.steps, sleepwake.SERVER))):
             result = StepResult(index=i, kind=STEP_NAMES[type(step)])
             ts = time.perf_counter()
             if self.before_step is not None:
                 self.before_step(i, step, server)
             outcome = None
             try:
-                result.outputs = self._step(server, step, deadline)
+                if isinstance(step, Submit):
+                    inflight.submit(i, result, step, walked.before.paused, deadline)
+                else:
+                    result.outputs = self._step(server, step, deadline)
             except HTTPStepError as e:
                 result.error = e.info
                 outcome = "error"
@@ -413,6 +421,7 @@ class ServerHost(SequentialHost):
             trace.outcome = outcome
             trace.error = self._death(server, f"step {i} ({result.kind}): {result.error.one_line()}") if outcome == "crash" else result.error
             return
+        inflight.collect(case, trace, deadline)
 
     def _step(self, server: Server, step, deadline: float) -> list[RequestResult]:
         remaining = deadline - time.perf_counter()
@@ -429,6 +438,9 @@ class ServerHost(SequentialHost):
             return []
         if isinstance(step, ResetPrefixCache):
             server.request("POST", "/reset_prefix_cache", timeout=remaining)
+            return []
+        if isinstance(step, ReloadWeights):
+            server.request("POST", "/collective_rpc", {"method": "reload_weights"}, timeout=remaining)
             return []
         raise TypeError(f"unknown step {step!r}")  # pragma: no cover
 
