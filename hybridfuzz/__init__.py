@@ -6,4 +6,11 @@ them. hybridfuzz's own processes install the torchvision guard at their entry
 points (``hybridfuzz._guard.install``).
 """
 
-__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name == "__version__":  # read from package metadata on first use, not at import
+        from hybridfuzz.version import version
+
+        return version()
+    raise AttributeError(name)

@@ -1,10 +1,13 @@
 """Pick an engine host by name: where cases run."""
 from __future__ import annotations
 
-HOSTS = ("forkserver", "subprocess", "server")
+from typing import Literal, get_args
+
+HostName = Literal["forkserver", "subprocess", "server"]
+HOSTS: tuple[str, ...] = get_args(HostName)
 
 
-def make_host(name: str = "forkserver", workers: int = 1, timeout: float = 300.0, warm: bool = True):
+def make_host(name: HostName = "forkserver", workers: int = 1, timeout: float = 300.0, warm: bool = True):
     if name == "forkserver":
         from hybridfuzz.engines.forkserver import ForkServer
 

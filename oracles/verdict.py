@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Literal
+
+# What a run of a case concluded; "invalid" is only an exit code (the case did not load).
+Status = Literal["pass", "divergence", "unsupported"]
 
 # Exit codes of ``hybridfuzz replay`` by verdict status.
 EXIT_CODES = {"pass": 0, "divergence": 1, "invalid": 2, "unsupported": 3}
@@ -10,7 +14,7 @@ EXIT_CODES = {"pass": 0, "divergence": 1, "invalid": 2, "unsupported": 3}
 
 @dataclass
 class Verdict:
-    status: str  # pass | divergence | unsupported
+    status: Status
     oracle: str  # which check decided: health, self_consistency, reference, component:<name>
     summary: str  # one line
     evidence: list[str] = field(default_factory=list)

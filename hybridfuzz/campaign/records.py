@@ -17,9 +17,9 @@ from enum import Enum
 from typing import Iterator, Literal
 
 from hybridfuzz.case import STEP_NAMES, Case
+from hybridfuzz.oracles.verdict import Status
 
 Phase = Literal["generate", "shrink"]
-Status = Literal["pass", "divergence", "unsupported"]
 # Steps by their YAML name (case.STEP_NAMES); files written before the names were unified used class names.
 _CLASS_TO_STEP = {cls.__name__: name for cls, name in STEP_NAMES.items()}
 
@@ -136,6 +136,20 @@ class RunSummary:
     finding_list: list[FoundRecord] = field(default_factory=list)
     fault_injected: str = ""
     interrupted: bool = False
+    # Throughput (campaign/loop.py throughput): steps, fresh engine starts, per-minute rates, busy engines.
+    steps: int = 0
+    engine_starts: int = 0
+    cases_per_min: float = 0.0
+    steps_per_min: float = 0.0
+    engine_starts_per_min: float = 0.0
+    engine_busy_fraction: float = 0.0
+    engine_busy_s: float = 0.0
+    references_reused: int = 0
+    warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
+    refusals: dict[str, int] = field(default_factory=dict)  # the top refusal reasons, with counts
+    refused_cases: int = 0
+    cases_per_engine: int = 1
+    shrink: str = "inline"
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2)

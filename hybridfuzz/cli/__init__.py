@@ -19,6 +19,7 @@ import sys
 from types import ModuleType
 
 from hybridfuzz.cli import errors
+from hybridfuzz.version import version
 
 COMMANDS: tuple[str, ...] = (
     "replay",
@@ -46,26 +47,6 @@ def command_modules() -> list[ModuleType]:
 def exits(module: ModuleType) -> dict[int, str]:
     """Every exit code a command documents: its own and the common ones, in order."""
     return dict(sorted({**module.EXITS, **errors.COMMON_EXITS}.items()))
-
-
-def version() -> str:
-    """The installed distribution's version; in a source checkout that was never installed, pyproject's."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("hybridfuzz")
-    except PackageNotFoundError:
-        import os
-        import re
-
-        path = os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml")
-        try:
-            with open(path, encoding="utf-8") as f:
-                m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
-        except OSError:
-            m = None
-        return m.group(1) if m else "unknown"
 
 
 class Parser(argparse.ArgumentParser):
