@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
 from hybridfuzz.cli import options
 from hybridfuzz.components.search import PROPERTIES
-from hybridfuzz.cli.errors import UsageError
+from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UsageError
 
 NAME = "atheris"
 HELP = "coverage-guided fuzzing (atheris/libFuzzer) of the case loader or the component properties"
-EXITS = {0: "no crash in the runs", 1: "the harness found a crash (libFuzzer's own exit codes pass through)"}
+EXITS = {0: "no crash in the runs", 1: "the harness found a crash (libFuzzer's output says where)"}
 FUZZ_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fuzz")
 
 
@@ -42,4 +43,7 @@ def run(args) -> int:
         options.dir_to_write("--corpus", args.corpus)
         os.makedirs(args.corpus, exist_ok=True)
         argv.append(args.corpus)
-    return subprocess.call(argv)
+    rc = subprocess.call(argv)
+    if rc in (INTERRUPTED, -signal.SIGINT):
+        return INTERRUPTED
+    return OK if rc == 0 else FOUND  # libFuzzer's own codes (1, 77, a signal) all mean a crash input was found
