@@ -147,6 +147,42 @@ def test_stale_claim_is_taken_over(claims_pair):
     assert quick.claim("crash:Z") is True and "crash:Z" in quick.takeovers
 
 
+def test_finding_states_round_trip_in_files(tmp_path):
+    store = FindingStore(str(tmp_path))
+    (tmp_path / "findings").mkdir()
+    assert store.get("crash:S") is None and store.all() == {}
+    _finding(store, tmp_path / "findings", "crash:S", FindingState.OPEN)
+    assert store.get("crash:S") is FindingState.OPEN and not FindingState.OPEN.done
+    _finding(store, tmp_path / "findings", "crash:S", FindingState.FLAKY)
+    rec = FindingStore(str(tmp_path)).all()["crash:S"]  # a fresh reader (campaign-status, report)
+    assert rec.state is FindingState.FLAKY and rec.state.done and rec.path.endswith(".yaml")
+
+
+def test_findings_and_states_are_shared_through_redis(redis_url, tmp_path, capsys):
+    """Host A writes a finding; host B (another directory, same Redis) sees it in status and report."""
+    import json as _json
+
+    from hybridfuzz import cli
+
+    redis_client(redis_url).flushdb()
+    a, b = tmp_path / "hostA", tmp_path / "hostB"
+    (a / "findings").mkdir(parents=True)
+    b.mkdir()
+    store_a = FindingStore(str(a), redis_client(redis_url))
+    _finding(store_a, a / "findings", "crash:R", FindingState.OPEN)
+    store_b = FindingStore(str(b), redis_client(redis_url))
+    assert store_b.get("crash:R") is FindingState.OPEN
+    _finding(store_a, a / "findings", "crash:R", FindingState.REPLAYED)
+    rec = store_b.all()["crash:R"]
+    assert rec.state is FindingState.REPLAYED and "linear_attention" in rec.text  # the case itself travels too
+    (b / "campaign.json").write_text(_json.dumps({"spent_s": 1.0}))
+    assert cli.main(["campaign-status", "--dir", str(b), "--redis", redis_url, "--json"]) == 0
+    status = _json.loads(capsys.readouterr().out)
+    assert status["findings"] == 1 and [f["signature"] for f in status["finding_list"]] == ["crash:R"]
+    assert cli.main(["campaign-status", "--dir", str(b), "--json"]) == 0  # without --redis: only this host's files
+    assert _json.loads(capsys.readouterr().out)["finding_list"] == []
+
+
 def test_statistics_survive_a_cut_line_and_restarts(tmp_path):
     w = tmp_path / "workers" / "0"
     w.mkdir(parents=True)
