@@ -109,9 +109,9 @@ def classify(rc: int | None, stdout: str, stderr: str) -> tuple[Outcome, str, di
 def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
     case_path = os.path.abspath(case_path)
     cmd = [env.python, "-m", "hybridfuzz.cli", "replay", "--json", case_path]
-    environ = dict(os.environ)
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing of another release's site leaks in
     if env.pythonpath:
-        environ["PYTHONPATH"] = os.pathsep.join([*env.pythonpath, *filter(None, [environ.get("PYTHONPATH")])])
+        environ["PYTHONPATH"] = os.pathsep.join(env.pythonpath)
     shown = (f"PYTHONPATH={os.pathsep.join(env.pythonpath)} " if env.pythonpath else "") + " ".join(map(shlex.quote, cmd))
     with engine_lock(lock):
         t0 = time.monotonic()
