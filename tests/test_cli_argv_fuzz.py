@@ -179,3 +179,33 @@ def test_ctrl_c_is_130_and_one_line(tmp_path):
     assert proc.returncode == errors.INTERRUPTED, (proc.returncode, err[-2000:])
     assert "Traceback" not in out + err, err[-2000:]
     assert [ln for ln in err.splitlines() if ln.startswith("hybridfuzz:")] == ["hybridfuzz: interrupted"], err[-2000:]
+
+
+@pytest.mark.engine
+def test_ctrl_c_during_fuzz_keeps_what_was_found(tmp_path):
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) once the injected
+    wake-up crash has been written: exit 130, one line, the finding and a summary marked interrupted."""
+    import json
+
+    from hybridfuzz.case import load_case_file
+
+    out, found = tmp_path / "run", tmp_path / "found"
+    (tmp_path / "none").mkdir()
+    env = dict(os.environ, HYBRIDFUZZ_FAULT="wake-zero", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.cli", "fuzz", "--budget", "10m", "--seed", "1", "--out", str(out),
+                             "--findings", str(found), "--known", str(tmp_path / "none"), "--kv-dtypes", "fp8,fp8_e4m3,fp8_e5m2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True)
+    t0 = time.time()
+    while proc.poll() is None and time.time() - t0 < 480 and not (found.is_dir() and os.listdir(found)):
+        time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before Ctrl-C"
+    assert found.is_dir() and os.listdir(found), "no finding within 8 minutes"
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == errors.INTERRUPTED, stderr[-3000:]
+    assert "Traceback" not in stdout + stderr, stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["cases"] >= 1
+    for name in os.listdir(found):
+        case = load_case_file(str(found / name))  # complete, parseable
+        assert case.observed and case.observed[-1].signature
