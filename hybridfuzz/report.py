@@ -43,7 +43,9 @@ def _timeline(events: list[CaseEvent]) -> list[CaseEvent]:
     return sorted(events, key=lambda e: e.t)
 
 
-def load_run(path: str) -> LoadedRun:
+def load_run(path: str, redis_client=None) -> LoadedRun:
+    """Read a fuzz or campaign directory; with a Redis client (campaign --redis), also the findings
+    other hosts wrote, from the finding store."""
     problems: list[str] = []
     kind: Literal["fuzz", "campaign"] = "campaign" if os.path.isdir(os.path.join(path, "workers")) else "fuzz"
     summary: dict[str, Any] = {}
@@ -59,24 +61,32 @@ def load_run(path: str) -> LoadedRun:
         problems.append(f"summary.json: {e}")
         summary = {}
     events = _timeline(list(iter_events(path, problems)))
-    states = {}
+    records = {}
     if kind == "campaign":
         from hybridfuzz.campaign.state import FindingStore
 
-        states = {sig: rec.state.value for sig, rec in FindingStore(path).all().items()}
+        records = FindingStore(path, redis_client).all()
+    states = {sig: rec.state.value for sig, rec in records.items()}
     fdir = os.path.join(path, "findings")
     if os.path.isdir(fdir):
         paths = [os.path.join(fdir, n) for n in sorted(os.listdir(fdir)) if n.endswith((".yaml", ".yml", ".yaml.flaky"))]
     else:  # a fuzz run in a checkout writes its findings to corpus/found: the summary names them
         paths = [f["path"] for f in summary.get("finding_list", []) if isinstance(f, dict) and f.get("path")]
     findings: list[tuple[str, Any]] = []
-    from hybridfuzz.case import CaseError, load_case_file
+    from hybridfuzz.case import CaseError, load_case, load_case_file
 
     for fp in paths:
         try:
             findings.append((os.path.relpath(fp, path), load_case_file(fp)))
         except CaseError as e:
             findings.append((os.path.relpath(fp, path), str(e)))
+    local = {os.path.basename(fp).removesuffix(".flaky") for fp in paths}
+    for rec in records.values():  # written on another host: the store carries the case itself
+        if rec.text and os.path.basename(rec.path).removesuffix(".flaky") not in local:
+            try:
+                findings.append((f"{rec.host}:{rec.path}", load_case(rec.text)))
+            except CaseError as e:
+                findings.append((f"{rec.host}:{rec.path}", str(e)))
     return LoadedRun(path, kind, summary, events, findings, states, problems)
 
 

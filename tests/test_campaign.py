@@ -181,6 +181,11 @@ def test_findings_and_states_are_shared_through_redis(redis_url, tmp_path, capsy
     assert status["findings"] == 1 and [f["signature"] for f in status["finding_list"]] == ["crash:R"]
     assert cli.main(["campaign-status", "--dir", str(b), "--json"]) == 0  # without --redis: only this host's files
     assert _json.loads(capsys.readouterr().out)["finding_list"] == []
+    (b / "workers" / "0").mkdir(parents=True)
+    (b / "workers" / "0" / "events.jsonl").write_text('{"t": 1, "phase": "generate", "status": "divergence", "signature": "crash:R"}\n')
+    assert cli.main(["report", str(b), "--redis", redis_url]) == 0
+    page = (b / "report.html").read_text()
+    assert "crash:R" in page and "<td>replayed</td>" in page  # the finding of host A, with its state
 
 
 def test_statistics_survive_a_cut_line_and_restarts(tmp_path):
