@@ -17,7 +17,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from hybridfuzz.model import LAYER_KINDS, ModelSpec
+from hybridfuzz.model import ModelSpec, check_spec
 
 SCHEMA = "hybridfuzz/v1"
 CHECKS = ("health", "self_consistency", "reference")
@@ -260,13 +260,9 @@ def _positive(path: str, name: str, value: int | None, minimum: int = 1) -> None
 def _check_values(obj: Any, path: str) -> None:
     """Semantic checks that types alone cannot express."""
     if isinstance(obj, ModelSpec):
-        if not 1 <= len(obj.layers) <= 8:
-            raise CaseError(f"{path}.layers", f"needs 1 to 8 layers, got {len(obj.layers)}")
-        for i, kind in enumerate(obj.layers):
-            if kind not in LAYER_KINDS:
-                raise CaseError(f"{path}.layers[{i}]", f"must be linear_attention or full_attention; got {kind!r:.40}")
-        if obj.architecture != "qwen3_next":
-            raise CaseError(f"{path}.architecture", f"unknown architecture {obj.architecture!r:.40} (known: qwen3_next)")
+        problem = check_spec(obj)  # the family's own layer kinds and patterns (hybridfuzz/model)
+        if problem:
+            raise CaseError(f"{path}.{problem[0]}", problem[1])
         if obj.dtype not in ("bfloat16", "float16", "float32"):
             raise CaseError(f"{path}.dtype", f"must be bfloat16, float16 or float32; got {obj.dtype!r:.40}")
         for name in ("hidden_size", "vocab_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",

@@ -29,3 +29,59 @@ def test_layer_kinds_get_their_own_weights():
     assert "model.layers.0.linear_attn.in_proj_qkvz.weight" in shapes
     assert "model.layers.1.self_attn.q_proj.weight" in shapes
     assert not any(k.startswith("model.layers.0.self_attn") for k in shapes)
+
+
+# ---------------------------------------------------------------- families (issue #15)
+
+import pytest  # noqa: E402
+
+from hybridfuzz.case import CaseError, load_case  # noqa: E402
+from hybridfuzz.model import FAMILIES, check_spec, content_hash, hf_config, tensor_plan  # noqa: E402
+
+ONE_OF_EACH = {name: tuple(f.layer_kinds) for name, f in FAMILIES.items()}
+ONE_OF_EACH["jamba"] = ("mamba", "attention")  # periodic: attention at odd layers
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_family_writes_its_own_architecture_and_layout(name, tmp_path):
+    spec = ModelSpec(layers=ONE_OF_EACH[name], architecture=name, seed=1)
+    assert check_spec(spec) is None
+    cfg = hf_config(spec)
+    assert cfg["architectures"] == [FAMILIES[name].architecture]
+    plan = tensor_plan(spec)
+    assert "lm_head.weight" in plan and len(plan) > 5
+    a, b = build_model(spec, root=tmp_path / "a"), build_model(spec, root=tmp_path / "b")
+    assert _digest(a) == _digest(b)  # same spec, same bytes, per family
+
+
+def test_cache_key_is_the_content():
+    base = ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h")
+    assert content_hash(base) == content_hash(ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h"))
+    others = [ModelSpec(layers=("attention", "mamba"), architecture="nemotron_h"),
+              ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h", conv_kernel=3),
+              ModelSpec(layers=("mamba", "attention"), architecture="granitemoehybrid"),
+              ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h", seed=1)]
+    assert len({content_hash(s) for s in [base, *others]}) == 5
+
+
+FAMILY_ERRORS = [
+    ("{layers: [mamba], architecture: qwen3_next}", "model.layers[0]", "linear_attention or full_attention"),
+    ("{layers: [linear_attention], architecture: nemotron_h}", "model.layers[0]", "mamba or attention or mlp"),
+    ("{layers: [mlp, mlp], architecture: nemotron_h}", "model.layers", "at least one mamba or attention"),
+    ("{layers: [mamba, attention, attention], architecture: jamba}", "model.layers", "periodic"),
+    ("{layers: [parallel], architecture: granite}", "model.architecture", "known: qwen3_next"),
+    ("{layers: [conv], architecture: lfm2, conv_kernel: 9}", "model.conv_kernel", "lfm2 takes"),
+    ("{layers: [mamba], architecture: nemotron_h, ssm_state_size: 7}", "model.ssm_state_size", "16, 32"),
+]
+
+
+@pytest.mark.parametrize("model,field,words", FAMILY_ERRORS)
+def test_family_rules_give_one_line_naming_the_field(model, field, words):
+    with pytest.raises(CaseError) as e:
+        load_case(f"model: {model}\nsteps: [reset_prefix_cache]")
+    assert str(e.value).startswith(field + ":") and words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_v1_cases_load_unchanged():
+    case = load_case("model: {layers: [linear_attention, full_attention]}\nsteps: [reset_prefix_cache]")
+    assert case.model.architecture == "qwen3_next" and case.model.conv_kernel == 4

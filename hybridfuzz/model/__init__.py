@@ -1,9 +1,11 @@
-"""Tiny hybrid models written from a spec: config.json + seeded safetensors.
+"""Tiny hybrid models written from a spec: config.json + seeded safetensors, one module per family.
 
 Weights are drawn tensor by tensor from a generator seeded by (spec seed, tensor
 name), so the same spec gives the same bytes on any machine and any transformers
 version; no transformers modelling code is imported (it drags torchvision in).
-Model directories are cached under their content hash.
+Model directories are cached under a hash of what is written (config, tensor plan,
+seed, dtype). Each family (``FAMILIES``) says how a spec becomes its config.json and
+its checkpoint layout; the gains that give ~1 nat top-1 margins are in ``spec.py``.
 """
 from __future__ import annotations
 
@@ -11,157 +13,90 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-LINEAR = "linear_attention"
-FULL = "full_attention"
-LAYER_KINDS = (LINEAR, FULL)
-ARCHITECTURES = {"qwen3_next": "Qwen3NextForCausalLM"}
-BUILDER_VERSION = 2
-NUM_EXPERTS = 2  # bump when the weight recipe changes: it is part of the cache key
+from hybridfuzz.model.falcon_h1 import FALCON_H1
+from hybridfuzz.model.granitemoehybrid import GRANITEMOEHYBRID
+from hybridfuzz.model.jamba import JAMBA
+from hybridfuzz.model.lfm2 import LFM2
+from hybridfuzz.model.nemotron_h import NEMOTRON_H
+from hybridfuzz.model.qwen3_next import QWEN3_5, QWEN3_NEXT
+from hybridfuzz.model.spec import FULL, LINEAR, Family, Init, ModelSpec
+
+__all__ = ["FAMILIES", "FULL", "LAYER_KINDS", "LINEAR", "Family", "ModelSpec", "build_model", "check_spec",
+           "content_hash", "hf_config", "make_tensor", "tensor_plan", "tensor_shapes"]
+
+# Every family the builder writes, simplest first (strategies shrink toward the first).
+FAMILIES: dict[str, Family] = {f.name: f for f in (QWEN3_NEXT, QWEN3_5, NEMOTRON_H, GRANITEMOEHYBRID, FALCON_H1,
+                                                   LFM2, JAMBA)}
+# The layer kinds of the default family (schema v1 cases: linear_attention / full_attention).
+LAYER_KINDS = QWEN3_NEXT.layer_kinds
+ARCHITECTURES = {name: f.architecture for name, f in FAMILIES.items()}
+BUILDER_VERSION = 3  # bump when make_tensor changes: it is part of the cache key
+MAX_LAYERS = 8
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """What a case needs of its model; every field is in the YAML."""
-
-    layers: tuple[str, ...] = (LINEAR, FULL)
-    architecture: str = "qwen3_next"
-    hidden_size: int = 128
-    vocab_size: int = 512
-    intermediate_size: int = 256
-    # 2 KV heads x 256 make an attention page as big as a GDN state page at
-    # 128-token blocks, so prompts of a few hundred tokens get prefix-cache hits.
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
-    head_dim: int = 256
-    linear_num_key_heads: int = 1
-    linear_num_value_heads: int = 1
-    linear_key_head_dim: int = 128
-    linear_value_head_dim: int = 128
-    dtype: str = "bfloat16"
-    seed: int = 0
-
-    def content_hash(self) -> str:
-        blob = json.dumps({"spec": asdict(self), "builder": BUILDER_VERSION}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def check_spec(spec: ModelSpec) -> tuple[str, str] | None:
+    """The family rules for a spec: (field, one-line reason) of the first problem, or None."""
+    family = FAMILIES.get(spec.architecture)
+    if family is None:
+        return "architecture", f"unknown architecture {spec.architecture!r:.40} (known: {', '.join(FAMILIES)})"
+    if not 1 <= len(spec.layers) <= MAX_LAYERS:
+        return "layers", f"needs 1 to {MAX_LAYERS} layers, got {len(spec.layers)}"
+    for i, kind in enumerate(spec.layers):
+        if kind not in family.layer_kinds:
+            return f"layers[{i}]", f"{family.name} layers are {' or '.join(family.layer_kinds)}; got {kind!r:.40}"
+    reason = family.check_layers(tuple(spec.layers))
+    if reason:
+        return "layers", reason
+    if spec.conv_kernel not in family.conv_kernels:
+        return "conv_kernel", f"{family.name} takes {', '.join(map(str, family.conv_kernels))}; got {spec.conv_kernel}"
+    if spec.ssm_state_size not in (16, 32, 64, 128):
+        return "ssm_state_size", f"must be 16, 32, 64 or 128; got {spec.ssm_state_size}"
+    return None
 
 
 def hf_config(spec: ModelSpec) -> dict:
-    """The config.json vLLM reads.
+    """The config.json vLLM reads (the family's real model class is its ``architectures``)."""
+    return FAMILIES[spec.architecture].config(spec)
 
-    vLLM's Qwen3-Next needs at least one MoE block; two experts, both always
-    routed (top-k = all), keep the MLP cheap and free of routing flips.
-    """
-    return {
-        "architectures": [ARCHITECTURES[spec.architecture]],
-        "model_type": spec.architecture,
-        "vocab_size": spec.vocab_size,
-        "hidden_size": spec.hidden_size,
-        "intermediate_size": spec.intermediate_size,
-        "num_hidden_layers": len(spec.layers),
-        "layer_types": list(spec.layers),
-        "num_attention_heads": spec.num_attention_heads,
-        "num_key_value_heads": spec.num_key_value_heads,
-        "head_dim": spec.head_dim,
-        "linear_num_key_heads": spec.linear_num_key_heads,
-        "linear_num_value_heads": spec.linear_num_value_heads,
-        "linear_key_head_dim": spec.linear_key_head_dim,
-        "linear_value_head_dim": spec.linear_value_head_dim,
-        "linear_conv_kernel_dim": 4,
-        "num_experts": NUM_EXPERTS,
-        "num_experts_per_tok": NUM_EXPERTS,
-        "moe_intermediate_size": spec.intermediate_size,
-        "shared_expert_intermediate_size": spec.intermediate_size,
-        "decoder_sparse_step": 1,
-        "mlp_only_layers": [],
-        "norm_topk_prob": True,
-        "hidden_act": "silu",
-        "rms_norm_eps": 1e-6,
-        "max_position_embeddings": 4096,
-        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
-        "partial_rotary_factor": 0.25,
-        "rope_theta": 10000.0,
-        "attention_bias": False,
-        "attention_dropout": 0.0,
-        "tie_word_embeddings": False,
-        "initializer_range": 0.02,
-        "bos_token_id": 1,
-        "eos_token_id": 2,
-        "dtype": spec.dtype,
-        "torch_dtype": spec.dtype,
-        "transformers_version": "4.57.0",
-    }
+
+def tensor_plan(spec: ModelSpec) -> dict[str, tuple[tuple[int, ...], Init]]:
+    """Checkpoint tensor name -> (shape, how make_tensor draws it), in the family's checkpoint layout."""
+    return FAMILIES[spec.architecture].plan(spec)
 
 
 def tensor_shapes(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
-    """Checkpoint tensor names and shapes in the Hugging Face Qwen3-Next layout."""
-    h, v, i = spec.hidden_size, spec.vocab_size, spec.intermediate_size
-    key_dim = spec.linear_num_key_heads * spec.linear_key_head_dim
-    value_dim = spec.linear_num_value_heads * spec.linear_value_head_dim
-    nv = spec.linear_num_value_heads
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,), "lm_head.weight": (v, h)}
-    for n, kind in enumerate(spec.layers):
-        p = f"model.layers.{n}."
-        shapes[p + "input_layernorm.weight"] = (h,)
-        shapes[p + "post_attention_layernorm.weight"] = (h,)
-        shapes[p + "mlp.gate.weight"] = (NUM_EXPERTS, h)
-        shapes[p + "mlp.shared_expert_gate.weight"] = (1, h)
-        for e in [*(f"experts.{x}" for x in range(NUM_EXPERTS)), "shared_expert"]:
-            shapes[p + f"mlp.{e}.gate_proj.weight"] = (i, h)
-            shapes[p + f"mlp.{e}.up_proj.weight"] = (i, h)
-            shapes[p + f"mlp.{e}.down_proj.weight"] = (h, i)
-        if kind == LINEAR:
-            a = p + "linear_attn."
-            shapes[a + "in_proj_qkvz.weight"] = (2 * key_dim + 2 * value_dim, h)
-            shapes[a + "in_proj_ba.weight"] = (2 * nv, h)
-            shapes[a + "conv1d.weight"] = (2 * key_dim + value_dim, 1, 4)
-            shapes[a + "dt_bias"] = (nv,)
-            shapes[a + "A_log"] = (nv,)
-            shapes[a + "norm.weight"] = (spec.linear_value_head_dim,)
-            shapes[a + "out_proj.weight"] = (h, value_dim)
-        else:
-            a = p + "self_attn."
-            d = spec.head_dim
-            shapes[a + "q_proj.weight"] = (spec.num_attention_heads * d * 2, h)
-            shapes[a + "k_proj.weight"] = (spec.num_key_value_heads * d, h)
-            shapes[a + "v_proj.weight"] = (spec.num_key_value_heads * d, h)
-            shapes[a + "o_proj.weight"] = (h, spec.num_attention_heads * d)
-            shapes[a + "q_norm.weight"] = (d,)
-            shapes[a + "k_norm.weight"] = (d,)
-    return shapes
+    return {name: shape for name, (shape, _) in tensor_plan(spec).items()}
 
 
-# Output-head gain: with unit-variance hidden states the logit std is about this
-# value, which gives top-1 margins of a few nats instead of the near-uniform
-# distribution of std-0.02 initialisation (see README, "Tiny models").
-HEAD_GAIN = 4.0
-# Output projections of the mixing branches, by module name. A GDN branch that
-# dominates the residual stream makes recurrent-state corruption visible in the
-# logits instead of being averaged away by the MLPs.
-BRANCH_GAINS = {"out_proj": float(os.environ.get("HF_GDN_GAIN", "4.0")), "o_proj": 2.0, "down_proj": 0.5}
+def make_tensor(name: str, shape: tuple[int, ...], seed: int, init: Init = ("normal", 1.0)):
+    """One tensor, drawn from its own generator so order and version never matter.
 
-
-def make_tensor(name: str, shape: tuple[int, ...], seed: int):
-    """One tensor, drawn from its own generator so order and version never matter."""
+    ("normal", g): N(0, 1) * g / sqrt(shape[-1]), or plain N(0, 1) for g == 0 (embeddings);
+    "alog": log of U(1, 16), the SSM decay init; "zeros" / "ones": constants.
+    """
     import torch
 
+    kind, gain = init
+    if kind == "zeros":
+        return torch.zeros(shape)
+    if kind == "ones":
+        return torch.ones(shape)
     g = torch.Generator().manual_seed(int(hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()[:15], 16))
-    if name.endswith(("layernorm.weight", "model.norm.weight", "q_norm.weight", "k_norm.weight")):
-        return torch.zeros(shape)  # Qwen3-Next RMSNorm is zero-centred: weight 0 means scale 1
-    if name.endswith("linear_attn.norm.weight"):
-        return torch.ones(shape)
-    if name.endswith("dt_bias"):
-        return torch.ones(shape)
-    if name.endswith("A_log"):
+    if kind == "alog":
         return torch.empty(shape).uniform_(1.0, 16.0, generator=g).log()
     w = torch.randn(shape, generator=g)
-    if name == "model.embed_tokens.weight":
-        return w
-    if name == "lm_head.weight":
-        return w * (HEAD_GAIN / shape[-1] ** 0.5)
-    return w * (BRANCH_GAINS.get(name.rsplit(".", 2)[-2], 1.0) / shape[-1] ** 0.5)
+    return w if gain == 0 else w * (gain / shape[-1] ** 0.5)
+
+
+def content_hash(spec: ModelSpec) -> str:
+    """Key of the model directory: everything that decides its bytes."""
+    plan = sorted((n, list(s), list(i)) for n, (s, i) in tensor_plan(spec).items())
+    blob = json.dumps({"config": hf_config(spec), "plan": plan, "seed": spec.seed, "dtype": spec.dtype,
+                       "builder": BUILDER_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def cache_root() -> Path:
@@ -173,13 +108,13 @@ def build_model(spec: ModelSpec, root: Path | None = None) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    out = (root or cache_root() / "models") / f"{spec.architecture}-{spec.content_hash()}"
+    out = (root or cache_root() / "models") / f"{spec.architecture}-{content_hash(spec)}"
     if (out / "model.safetensors").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".build-"))
     dtype = getattr(torch, spec.dtype)
-    tensors = {n: make_tensor(n, s, spec.seed).to(dtype).contiguous() for n, s in tensor_shapes(spec).items()}
+    tensors = {n: make_tensor(n, s, spec.seed, init).to(dtype).contiguous() for n, (s, init) in tensor_plan(spec).items()}
     save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     (tmp / "config.json").write_text(json.dumps(hf_config(spec), indent=2, sort_keys=True))
     (tmp / "generation_config.json").write_text(json.dumps({"bos_token_id": 1, "eos_token_id": 2}))
