@@ -3,6 +3,34 @@ worker's argv) and by the worker, so the two cannot drift."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+Shrink = Literal["inline", "background"]
+
+
+@dataclass(frozen=True)
+class EngineUse:
+    """How a loop uses its engines: persistent mode (cases per engine start) and where shrinking runs.
+
+    0 / "" mean "the default for the device": on a GPU, engine starts are the scarce resource
+    (CPU-bound, about 70-85 a minute on 16 cores, issue #12), so up to 6 cases share one warm
+    engine and findings shrink in the background on spare engines; on CPU, a fresh engine per
+    case and Hypothesis's own shrinking (the path the fault-detection tests measure).
+    """
+
+    cases_per_engine: int = 0
+    shrink: Shrink | Literal[""] = ""
+    shrink_parallel: int = 0
+
+    def resolved(self, device: str) -> "EngineUse":
+        gpu = device != "cpu"
+        return EngineUse(self.cases_per_engine or (6 if gpu else 1), self.shrink or ("background" if gpu else "inline"),
+                         self.shrink_parallel or (3 if gpu else 1))
+
+    def argv(self) -> list[str]:
+        out = ["--cases-per-engine", str(self.cases_per_engine)] if self.cases_per_engine else []
+        out += ["--shrink", self.shrink] if self.shrink else []
+        return out + (["--shrink-parallel", str(self.shrink_parallel)] if self.shrink_parallel else [])
 
 
 @dataclass(frozen=True)
@@ -42,6 +70,7 @@ class WorkerSettings:
     max_layers: int = 8
     max_steps: int = 6
     narrowing: Narrowing = field(default_factory=Narrowing)
+    use: EngineUse = field(default_factory=EngineUse)
 
     def argv(self) -> list[str]:
         cmd = ["--engines", str(self.engines), "--timeout", repr(self.timeout_s), "--stale-after", repr(self.stale_after_s),
@@ -50,4 +79,4 @@ class WorkerSettings:
             cmd += ["--redis", self.redis_url]
         for k in self.known_dirs:
             cmd += ["--known", k]
-        return cmd + self.narrowing.argv()
+        return cmd + self.narrowing.argv() + self.use.argv()

@@ -1,11 +1,21 @@
 """The fuzz loop (``fuzz`` runs one; each campaign worker runs one): Hypothesis generates cases, engines run them, oracles judge,
 Hypothesis shrinks each new failure, findings are written as they improve.
 
-One Hypothesis run per finding: when a run fails with a new signature, that
-signature becomes the shrink target (other new signatures met while shrinking are
-written unshrunk and taken up later). When shrinking ends, the minimal case is
-replayed once on a fresh engine; only a finding that replays is reported. Then
-a new run starts with the signature known, until the budget is spent.
+Persistent mode (``cases_per_engine`` > 1, the GPU default): a Hypothesis example is a
+*session*, cases that share model and engine, run one after another on one warm engine
+(and their references on one warm reference engine), so an engine start serves many
+cases. A divergence seen on a warm engine counts only once it is confirmed on a fresh
+one: the case alone, else the warm engine's whole history as one case.
+
+Shrinking, two ways:
+- ``inline`` (CPU default): one Hypothesis run per finding. When a run fails with a new
+  signature, that signature becomes the shrink target (other new signatures met while
+  shrinking are written unshrunk and taken up later); Hypothesis shrinks it, one engine
+  at a time. When shrinking ends, the minimal case is replayed once on a fresh engine;
+  only a finding that replays is reported. Then a new run starts with the signature known.
+- ``background`` (GPU default): generation never stops; each new finding is written at
+  once and shrunk on spare engines by the delta-debugging shrinker in a thread of its own
+  (campaign/background.py), then replayed and reported.
 """
 from __future__ import annotations
 
@@ -13,7 +23,8 @@ import datetime
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from collections import Counter
+from typing import Callable, Literal
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -22,7 +33,8 @@ from hybridfuzz import signals
 from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, RunSummary
 from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.case import Case
-from hybridfuzz.executor import evaluate
+from hybridfuzz.engines.base import refusal_reason
+from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case
 from hybridfuzz.findings import case_size, known_signatures, observation, write_finding
 
 
@@ -42,6 +54,12 @@ class Stats:
     first_finding_s: float | None = None
     shrink_s: float = 0.0
     unreplayed: int = 0
+    steps: int = 0
+    engine_starts: int = 0  # fresh engines started (cases and references)
+    engine_busy_s: float = 0.0  # engine seconds: start-up and steps, cases and references
+    references_reused: int = 0
+    warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
+    refusals: Counter = field(default_factory=Counter)  # refusal reason -> count
 
 
 @dataclass
@@ -62,6 +80,12 @@ class FuzzConfig:
     claim: Callable[[str], bool] | None = None
     known_fn: Callable[[], set[str]] | None = None
     on_state: Callable[[str, FindingState, str, Case], None] | None = None
+    # Persistent mode: at most this many cases per engine start (1: a fresh engine per case).
+    cases_per_engine: int = 1
+    shrink: Literal["inline", "background"] = "inline"
+    shrink_parallel: int = 2  # background: engines at once for the shrinker
+    shrink_budget_s: float = 300.0  # background: per finding
+    engine_slots: int = 1  # engines at once on the host (for the busy fraction)
 
 
 class FuzzLoop:
@@ -80,6 +104,14 @@ class FuzzLoop:
         self._shrink_started = 0.0
         self.interrupted = False  # set by whoever stops the loop early (Ctrl-C, SIGTERM)
         self.database = config.database or DirectoryBasedExampleDatabase(os.path.join(config.out_dir, "hypothesis-db"))
+        self.shrinker = None
+        if config.shrink == "background":
+            from hybridfuzz.campaign.background import BackgroundShrinker
+            from hybridfuzz.hosts import make_host
+
+            self.shrinker = BackgroundShrinker(lambda: make_host("forkserver", workers=2 * config.shrink_parallel, timeout=config.timeout_s),
+                                               config.shrink_parallel, config.shrink_budget_s, config.timeout_s, self._shrunk)
+            self.shrinker.deadline = self._deadline + 60.0
 
     # -- one example
     def _event(self, case: Case, verdict, seconds: float, phase: EventPhase) -> None:
@@ -98,19 +130,96 @@ class FuzzLoop:
         obs = observation(result)
         return case.replace(observed=[obs], note=f"found by hybridfuzz fuzz (seed {self.cfg.seed}) on {obs.date}")
 
-    def body(self, case: Case) -> None:
+    def body(self, session: list[Case]) -> None:
         if time.time() > self._deadline:
             raise BudgetSpent()
         phase = "shrink" if self._target else "generate"
         t0 = time.time()
-        result = evaluate(case, self.host, self.cfg.timeout_s)
-        self.stats.cases += 1
-        v = result.verdict
-        signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
-        self._event(case, v, time.time() - t0, phase)
+        reused = self._reference_hits()
+        results = evaluate_sessions([session], self.host, self.cfg.timeout_s)[0]
+        self.stats.references_reused += self._reference_hits() - reused
+        wall = time.time() - t0
+        for case, result in zip(session, results):
+            self._count(case, result)
+            signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
+            self._event(case, result.verdict, wall / len(session), phase)
         self.progress(self.stats, phase)
-        if self._is_target(case, result):
-            raise FoundBug(v.one_line())  # the one raise site: Hypothesis sees one bug throughout
+        for i, (case, result) in enumerate(zip(session, results)):
+            v = result.verdict
+            if v.status != "divergence" or v.signature in self.known:
+                continue
+            if result.trace.warm_cases:
+                confirmed = self._confirm(session, results, i)
+                if confirmed is None:
+                    continue
+                case, result = confirmed
+            if self.shrinker is not None:
+                self._found(case, result)
+            elif self._is_target(case, result):
+                raise FoundBug(result.verdict.one_line())  # the one raise site: Hypothesis sees one bug throughout
+
+    @staticmethod
+    def _reference_hits() -> int:
+        from hybridfuzz.executor import REFERENCES
+
+        return REFERENCES.hits
+
+    def _count(self, case: Case, result: Result) -> None:
+        s = self.stats
+        s.cases += 1
+        s.steps += len(case.steps)
+        for trace in (result.trace, result.reference):
+            if trace is None:
+                continue
+            s.engine_starts += trace.warm_cases == 0
+            s.engine_busy_s += trace.timings.get("total_s", 0.0)
+        if result.verdict.status == "unsupported":
+            s.refusals[refusal_reason(result.trace.error if result.trace.outcome == "rejected" else
+                                      (result.reference.error if result.reference is not None else None))] += 1
+
+    def _confirm(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
+        """A divergence on a warm engine, on a fresh one: the case alone, else the engine's whole history."""
+        for candidate in (session[i], history_case(session, [r.trace for r in results], i)):
+            again = evaluate(candidate, self.host, self.cfg.timeout_s)
+            self._count(candidate, again)
+            if again.verdict.status == "divergence" and again.verdict.signature not in self.known:
+                return candidate, again
+        self.stats.warm_only += 1
+        return None
+
+    def _found(self, case: Case, result: Result) -> None:
+        """Background shrinking: claim, write, hand to the shrinker, and go on generating."""
+        sig = result.verdict.signature
+        if self.cfg.claim is not None and not self.cfg.claim(sig):
+            return
+        self.known.add(sig)
+        if self.stats.first_finding_s is None:
+            self.stats.first_finding_s = time.time() - self.stats.started
+        self._write(case, result)
+        from hybridfuzz.findings import filename
+
+        self.shrinker.submit(sig, os.path.join(self.cfg.findings_dir, filename(sig)))
+
+    def _shrunk(self, outcome) -> None:
+        """The background shrinker finished one finding (called from its thread)."""
+        from hybridfuzz.store import write_atomic
+
+        path, case = outcome.path, outcome.case
+        case = case.replace(note=case.note + ("; replayed on a fresh engine: same signature" if outcome.replays
+                                              else "; did NOT replay on a fresh engine (flaky)"))
+        self.stats.shrink_s += outcome.shrink_s
+        if outcome.replays:
+            from hybridfuzz.case import dump_case
+
+            write_atomic(path, dump_case(case))
+            self.stats.findings.append(FoundRecord(outcome.signature, path, case.observed[-1].summary if case.observed else "",
+                                                   round(self.stats.first_finding_s or 0, 1), list(case_size(case)), outcome.shrink_s))
+        else:
+            self.stats.unreplayed += 1
+            os.replace(path, path + ".flaky")
+            path += ".flaky"
+        if self.cfg.on_state:
+            self.cfg.on_state(outcome.signature, FindingState.REPLAYED if outcome.replays else FindingState.FLAKY, path, case)
 
     def _is_target(self, case: Case, result) -> bool:
         """Write what is new or smaller; True when this example fails with the shrink target."""
@@ -137,20 +246,20 @@ class FuzzLoop:
 
     # -- campaign
     def _one_run(self, run_seed: int) -> None:
-        from hybridfuzz.strategies import cases
+        from hybridfuzz.strategies import sessions
 
-        strategy = cases(self.platform, self.cfg.max_layers, self.cfg.max_steps)
+        strategy = sessions(self.platform, self.cfg.max_layers, self.cfg.max_steps, self.cfg.cases_per_engine)
         if self.cfg.known_fn:
             self.known |= self.cfg.known_fn()
 
         # @settings outermost: @seed alone sets database=None, and the database is what a killed run resumes from
         @settings(database=self.database, deadline=None, max_examples=100_000, derandomize=False,
                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False,
-                  phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
+                  phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if self.shrinker is None else []))
         @hseed(run_seed)
         @given(strategy)
-        def test(case):
-            self.body(case)
+        def test(session):
+            self.body(session)
 
         test()
 
@@ -202,6 +311,8 @@ class FuzzLoop:
                     if self._target:
                         self._finish_target()
                     break
+            if self.shrinker is not None:  # findings found late get a short last shrink, then their replay
+                self.shrinker.close(time.time() + 60.0)
         except KeyboardInterrupt:
             self.interrupted = True  # findings are on disk already; the summary below says the run was cut
             raise
@@ -220,7 +331,8 @@ class FuzzLoop:
             time_to_first_finding_s=None if s.first_finding_s is None else round(s.first_finding_s, 1),
             shrink_s=round(s.shrink_s, 1), engine=self.platform.device, vllm=vllm_version(), seed=self.cfg.seed,
             not_replayed=s.unreplayed, finding_list=list(s.findings), fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
-            interrupted=self.interrupted)
+            interrupted=self.interrupted, **throughput(s, time.time() - s.started, self.cfg.engine_slots),
+            cases_per_engine=self.cfg.cases_per_engine, shrink=self.cfg.shrink)
 
     def write_summary(self) -> RunSummary:
         from hybridfuzz.store import write_atomic
@@ -228,3 +340,13 @@ class FuzzLoop:
         summary = self.summary()
         write_atomic(os.path.join(self.cfg.out_dir, "summary.json"), summary.to_json())
         return summary
+
+
+def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
+    """Per-minute rates and how busy the engines were; the top refusal reasons (what did not run, and why)."""
+    minutes = max(elapsed_s, 1e-9) / 60
+    return {"steps": s.steps, "engine_starts": s.engine_starts, "cases_per_min": round(s.cases / minutes, 1),
+            "steps_per_min": round(s.steps / minutes, 1), "engine_starts_per_min": round(s.engine_starts / minutes, 1),
+            "engine_busy_fraction": round(min(1.0, s.engine_busy_s / max(elapsed_s * max(engine_slots, 1), 1e-9)), 3),
+            "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
+            "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values())}

@@ -37,7 +37,15 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             state = json.load(f)
     except (OSError, ValueError):
         pass
-    return {"cases": len(events), "shrink_cases": shrink_cases, "busy_s": round(busy, 1), "starts": starts,
+    summary = {}
+    try:
+        with open(os.path.join(wdir, "summary.json"), encoding="utf-8") as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        pass
+    return {"cases": len(events), "steps": sum(len(e.steps) for e in events), "shrink_cases": shrink_cases,
+            "engine_starts": summary.get("engine_starts", 0), "engine_busy_s": summary.get("engine_busy_s", 0.0),
+            "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}), "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
 
@@ -71,11 +79,22 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
     first_found = [v["found_s"] for v in found.values() if v.get("found_s") is not None]
     first_reported = [v["reported_s"] for v in found.values() if v.get("reported_s") is not None]
     fl = findings_list(store)
+    steps = sum(w["steps"] for w in workers.values())
+    starts = sum(w["engine_starts"] for w in workers.values())
+    slots = sum(w["engine_slots"] for w in workers.values())
+    refusals: dict[str, int] = defaultdict(int)
+    for w in workers.values():
+        for reason, n in w["refusals"].items():
+            refusals[reason] += n
+    per_min = (lambda n: round(n / (spent / 60), 1) if spent > 0 else None)
     return {
         "dir": os.path.abspath(campaign_dir), "budget_s": meta.get("budget_s"), "spent_s": round(spent, 1),
         "runs": meta.get("runs", 0), "workers": len(workers), "cases": cases,
         "cases_per_min": round(cases / (spent / 60), 2) if spent > 0 else None,
         "worker_busy_s": round(sum(w["busy_s"] for w in workers.values()), 1),
+        "steps": steps, "steps_per_min": per_min(steps), "engine_starts": starts, "engine_starts_per_min": per_min(starts),
+        "engine_busy_fraction": round(sum(w["engine_busy_s"] for w in workers.values()) / (spent * slots), 3) if spent > 0 and slots else None,
+        "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])[:10]),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),

@@ -45,9 +45,20 @@ class CampaignSupervisor:
         if engine == "gpu" and not gpus:
             raise RuntimeError("--engine gpu: no GPU visible (nvidia-smi -L lists none)")
         cores = os.cpu_count() or 1
-        self.workers = workers or (gpus if engine == "gpu" else max(1, cores // 2))
         settings = settings or WorkerSettings(engines=0)
-        self.settings = dataclasses.replace(settings, engines=settings.engines or (4 if engine == "gpu" else max(1, cores // self.workers)))
+        self.plan = None
+        if engine == "gpu":
+            # Fill the GPU: engines per GPU from its free memory and the measured footprint, capped by
+            # the cores engine start-up is bound on; each worker runs a session and its reference.
+            from hybridfuzz.campaign import capacity
+
+            self.plan = capacity.detect(cores)
+            self.workers = workers or max(1, gpus * self.plan.workers_per_gpu)
+            use = settings.use if settings.use.shrink_parallel else dataclasses.replace(settings.use, shrink_parallel=self.plan.shrink_parallel)
+            self.settings = dataclasses.replace(settings, engines=settings.engines or capacity.ENGINES_PER_WORKER, use=use)
+        else:
+            self.workers = workers or max(1, cores // 2)
+            self.settings = dataclasses.replace(settings, engines=settings.engines or max(1, cores // self.workers))
         self.gpus = gpus
         self.budget_s = budget_s
         self.seed = seed
@@ -128,6 +139,8 @@ class CampaignSupervisor:
         t0 = time.time()
         until = t0 + left
         old = {s: signal.signal(s, self.stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        if self.plan is not None:
+            self.log(f"campaign {self.dir}: {self.plan.describe()}")
         self.log(f"campaign {self.dir}: {self.workers} workers x {self.settings.engines} engines ({self.engine}), "
                  f"{left:.0f}s of {self.budget_s:.0f}s left, database {meta['database']}")
         try:

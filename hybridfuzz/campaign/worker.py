@@ -65,7 +65,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
     with open(os.path.join(out, "sessions.jsonl"), "a") as f:
         f.write(json.dumps({"start": session_start, "pid": os.getpid(), "host": HOST, "worker": name}) + "\n")
     claims.heartbeat()
-    state = {"worker": name, "index": index, "pid": os.getpid(), "host": HOST, "session_start": session_start,
+    state = {"worker": name, "index": index, "pid": os.getpid(), "host": HOST, "session_start": session_start, "engine_slots": settings.engines,
              "phase": "starting", "cases": 0, "findings": 0, "first_finding_at": None, "takeovers": []}
     loop_box: list = []
     stop = threading.Event()
@@ -109,9 +109,11 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
     write_state()
     thread = threading.Thread(target=beat, daemon=True)
     thread.start()
+    use = settings.use.resolved(platform.device)
     try:
         with make_host("forkserver", workers=settings.engines, timeout=settings.timeout_s) as host:
-            cfg = FuzzConfig(budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,
+            cfg = FuzzConfig(cases_per_engine=use.cases_per_engine, shrink=use.shrink, shrink_parallel=use.shrink_parallel,
+                             engine_slots=settings.engines, budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,
                              timeout_s=settings.timeout_s, known_dirs=settings.known_dirs, database=database,
                              max_layers=settings.max_layers, max_steps=settings.max_steps, claim=claim,
                              known_fn=lambda: done_signatures(store, *settings.known_dirs),

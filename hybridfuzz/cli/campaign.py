@@ -25,6 +25,7 @@ def add_worker_options(p) -> None:
     p.add_argument("--stale-after", type=options.seconds, default=120.0, help="seconds without heartbeat before a claim may be taken over")
     options.add_case_limits(p)
     options.add_narrowing(p)
+    options.add_engine_use(p)
 
 
 def settings_of(args):
@@ -32,7 +33,7 @@ def settings_of(args):
 
     return WorkerSettings(redis_url=args.redis, engines=args.engines, timeout_s=args.timeout, known_dirs=tuple(args.known or ()),
                           stale_after_s=args.stale_after, max_layers=args.max_layers, max_steps=args.max_steps,
-                          narrowing=options.narrowing_of(args))
+                          narrowing=options.narrowing_of(args), use=options.engine_use_of(args))
 
 
 def add_arguments(p) -> None:

@@ -28,6 +28,7 @@ def add_arguments(p) -> None:
     options.add_timeout(p)
     options.add_narrowing(p)
     options.add_case_limits(p)
+    options.add_engine_use(p)
     options.add_json(p)
 
 
@@ -65,8 +66,10 @@ def run(args) -> int:
             say(f"  [{now - stats.started:6.0f}s] {phase:8} cases {stats.cases:4}  findings {len(stats.findings)}")
 
     workers = args.workers or (2 if platform.device == "cpu" else 8)
+    use = options.engine_use_of(args).resolved(platform.device)
     cfg = FuzzConfig(budget_s=args.budget, out_dir=out, findings_dir=findings, seed=args.seed, timeout_s=args.timeout,
-                     known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps)
+                     known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps, cases_per_engine=use.cases_per_engine,
+                     shrink=use.shrink, shrink_parallel=use.shrink_parallel, engine_slots=workers)
     loop = None
     try:
         with make_host(args.host, workers=workers, timeout=args.timeout) as host:

@@ -91,6 +91,20 @@ def add_narrowing(p) -> None:
     p.add_argument("--eager-only", action="store_true", help="never capture CUDA graphs (much faster cases on GPU)")
 
 
+def add_engine_use(p) -> None:
+    p.add_argument("--cases-per-engine", type=count, default=0,
+                   help="persistent mode: up to N cases share one warm engine, findings confirmed on a fresh one (default: 6 on GPU, 1 on CPU)")
+    p.add_argument("--shrink", choices=["inline", "background"], default="",
+                   help="inline: Hypothesis shrinks each finding before searching on; background: shrink on spare engines while the search goes on (default: background on GPU, inline on CPU)")
+    p.add_argument("--shrink-parallel", type=count, default=0, help="background shrinking: variants at once (default 3 on GPU)")
+
+
+def engine_use_of(args):
+    from hybridfuzz.campaign.config import EngineUse
+
+    return EngineUse(getattr(args, "cases_per_engine", 0) or 0, getattr(args, "shrink", "") or "", getattr(args, "shrink_parallel", 0) or 0)
+
+
 def narrowing_of(args) -> Narrowing:
     return Narrowing(kv_dtypes=getattr(args, "kv_dtypes", None), attention_backends=getattr(args, "attention_backends", None),
                      eager_only=bool(getattr(args, "eager_only", False)))

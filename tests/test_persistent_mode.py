@@ -1,0 +1,121 @@
+"""Persistent mode, progress streaming, the refusal rule and the GPU capacity plan.
+
+The engine tests drive the real CPU engine through the fork server: a warm engine must
+answer exactly as fresh ones do (CPU is bit-identical run to run), a session costs one
+engine start, and a hang inside a step is reported at that step with the earlier steps kept.
+"""
+from __future__ import annotations
+
+import pytest
+
+from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
+from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.engines.base import classify, refusal_reason
+from hybridfuzz.engines.isolation import rebuild
+from hybridfuzz.executor import evaluate_sessions, history_case
+from hybridfuzz.model import ModelSpec
+from hybridfuzz.oracles.health import check_health
+from hybridfuzz.trace import ErrorInfo, Trace
+
+MODEL = ModelSpec(layers=("linear_attention", "full_attention"))
+PROMPT = [3 + (7 * i) % 500 for i in range(40)]
+
+
+def _case(*steps, **engine) -> Case:
+    return Case(model=MODEL, engine=EngineConfig(**engine), steps=list(steps))
+
+
+# ---------------------------------------------------------------- the refusal rule (pure)
+
+@pytest.mark.parametrize("etype, message, phase, expected", [
+    ("ValueError", "kv_cache_dtype fp8 is not supported on this platform", "startup", "rejected"),
+    ("ValueError", "block_size must be a multiple of 16", "config", "rejected"),  # config validation refuses
+    ("ValueError", "`a`/`b` must be contiguous in the last dim.", "startup", "error"),  # a kernel's precondition: a finding
+    ("ValueError", "The dtype of q torch.float8_e4m3fn does not match the q_data_type", "step", "error"),
+    ("AssertionError", "In Mamba cache align mode, block_size (128) must be <= max_num_batched_tokens (64)", "config", "error"),
+    ("RuntimeError", "CUDA out of memory. Tried to allocate 2.00 GiB", "startup", "rejected"),  # our harness overcommitted
+    ("NotImplementedError", "FP8 KV cache on CPU requires x86 with AVX-512 or AMX.", "startup", "rejected"),
+    ("AttributeError", "'list' object has no attribute 'zero_'", "step", "error"),
+])
+def test_refusal_rule(etype, message, phase, expected):
+    assert classify(ErrorInfo(etype, message), phase) == expected
+
+
+def test_refusal_reasons_mask_numbers_and_group_resources():
+    a = refusal_reason(ErrorInfo("ValueError", "block_size (128) must be <= 64\nmore"))
+    b = refusal_reason(ErrorInfo("ValueError", "block_size (256) must be <= 32"))
+    assert a == b == "ValueError: block_size (N) must be <= N"
+    assert refusal_reason(ErrorInfo("RuntimeError", "CUDA out of memory. Tried 2 GiB")).startswith("resource: ")
+
+
+# ---------------------------------------------------------------- capacity (pure)
+
+def test_gpu_plan_fills_memory_but_not_past_the_cores():
+    h200 = plan([143_156], cores=16)
+    assert h200.slots_per_gpu == 24  # 1.5 per core, far below what memory allows
+    assert h200.workers_per_gpu * 2 <= h200.slots_per_gpu
+    small = plan([8 * ENGINE_FOOTPRINT_MB], cores=64)
+    assert small.slots_per_gpu == int(8 * 0.8)  # memory-bound
+    assert plan([], cores=16).workers_per_gpu == 0
+
+
+# ---------------------------------------------------------------- progress -> Traces (pure)
+
+def test_rebuild_names_the_step_that_hung_and_keeps_finished_work():
+    started = Trace(engine_settings={"block_size": 16}).to_dict()
+    step0 = {"index": 0, "kind": "generate", "seconds": 0.1, "outputs": [], "error": None}
+    events = [{"event": "started", "trace": started},
+              {"event": "case_begin", "case": 0, "prelude": []},
+              {"event": "step_begin", "case": 0, "step": 0, "kind": "generate"},
+              {"event": "step_end", "case": 0, "step": 0, "result": step0},
+              {"event": "case_end", "case": 0, "trace": dict(started, steps=[step0])},
+              {"event": "case_begin", "case": 1, "prelude": ["reset_prefix_cache"]},
+              {"event": "step_begin", "case": 1, "step": 0, "kind": "sleep"}]
+    traces = rebuild(events, "timeout", ErrorInfo("Timeout", "no progress within 30 s"))
+    assert [t.outcome for t in traces] == ["ok", "timeout"]
+    hung = traces[1]
+    assert hung.warm_cases == 1 and hung.prelude == ["reset_prefix_cache"]
+    assert "step 0 (sleep)" in hung.error.message
+    assert check_health(hung).summary.startswith("case timeout at step 0 (sleep)")
+
+
+def test_rebuild_without_progress_is_a_start_up_death():
+    (t,) = rebuild([], "crash", ErrorInfo("SIGSEGV", "engine process died by signal SIGSEGV"))
+    assert t.outcome == "crash" and "start-up" in t.error.message
+
+
+def test_history_case_writes_out_the_prelude_steps():
+    a, b = _case(Generate(prompts=[[5, 6]]), Sleep(level=1)), _case(Generate(prompts=[[7]]))
+    hist = history_case([a, b], [Trace(), Trace(warm_cases=1, prelude=["wake_up", "reset_prefix_cache"])], 1)
+    assert [type(s) for s in hist.steps] == [Generate, Sleep, WakeUp, ResetPrefixCache, Generate]
+
+
+# ---------------------------------------------------------------- real engines
+
+@pytest.mark.engine
+def test_a_warm_engine_answers_as_fresh_engines_do(host):
+    cases = [_case(Generate(prompts=[PROMPT], max_tokens=4, logprobs=3), enable_prefix_caching=True),
+             _case(Generate(prompts=[PROMPT[:17], PROMPT], max_tokens=4, logprobs=3), ResetPrefixCache(), enable_prefix_caching=True),
+             _case(Generate(prompts=[PROMPT], max_tokens=4, logprobs=3), enable_prefix_caching=True)]
+    warm = evaluate_sessions([cases], host, cache=None)[0]
+    assert [r.trace.warm_cases for r in warm] == [0, 1, 2]  # one engine start for three cases
+    assert [r.trace.prelude for r in warm] == [[], ["reset_prefix_cache"], ["reset_prefix_cache"]]
+    fresh = host.run_many(cases)
+    for w, f in zip(warm, fresh):
+        assert w.verdict.status == "pass"
+        assert [o.tokens for s in w.trace.steps for o in s.outputs] == [o.tokens for s in f.steps for o in s.outputs]
+        assert [o.logprobs for s in w.trace.steps for o in s.outputs] == [o.logprobs for s in f.steps for o in s.outputs]
+
+
+@pytest.mark.engine
+def test_a_hang_names_its_step_and_keeps_the_steps_before():
+    """Level 0 pauses scheduling; an offline generate then never returns: a real hang."""
+    from hybridfuzz.engines.forkserver import ForkServer
+
+    case = _case(Generate(prompts=[[5, 6, 7]], max_tokens=2), Sleep(level=0, mode="keep"), Generate(prompts=[[5, 6, 7]], max_tokens=2))
+    with ForkServer(workers=1, timeout=20, warm=False) as host:
+        trace = host.run(case)
+    assert trace.outcome == "timeout"
+    assert [s.kind for s in trace.steps] == ["generate", "sleep", "generate"]
+    assert trace.steps[0].outputs and trace.steps[0].outputs[0].tokens  # the step that ran kept its output
+    assert check_health(trace).summary.startswith("case timeout at step 2 (generate)")
