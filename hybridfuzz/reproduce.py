@@ -11,7 +11,8 @@ what *this* machine must see, which is what fuzz/test_corpus.py checks:
 * ``expect: divergence`` and observations recorded on this ISA class -> the recorded
   rate decides: reproduced every time -> one run must diverge; k of N -> enough runs
   that a true rate of k/N misses all of them with probability <= 1 % (at most 6),
-  at least one must diverge; 0 of N -> it does not reproduce here: one run must pass.
+  at least one must diverge; 0 of N -> it does not reproduce here: one run must give
+  what was recorded instead (pass, or unsupported where this CPU refuses the config).
 * ``expect: divergence`` recorded only on other ISA classes -> not checked here (a
   skip that says where it reproduces and how to record this machine).
 """
@@ -68,8 +69,8 @@ def expectation(case: Case, vllm: str, isa: str, device: str = "cpu") -> Expecta
                                      f"`hybridfuzz replay {{case}} --runs 3 --record` records it")
     runs = sum(o.runs for o in here)
     hits = sum(o.reproductions for o in here)
-    if hits == 0:
-        return Expectation("pass", why=f"recorded here ({isa}): 0 of {runs} runs diverged")
+    if hits == 0:  # it does not reproduce here: what was seen instead (a pass, or a refusal of this CPU)
+        return Expectation(here[-1].verdict, why=f"recorded here ({isa}): 0 of {runs} runs diverged, {here[-1].verdict}")  # type: ignore[arg-type]
     return Expectation("divergence", runs_for(hits / runs), f"recorded here ({isa}): {hits} of {runs} runs diverged")
 
 
@@ -86,7 +87,7 @@ def summarize(verdicts: list, env: dict) -> Observation:
     else:
         shown = next((v for v in verdicts if v.status == "unsupported"), verdicts[-1])
         others = []
-    obs = observation_of(shown, env)
+    obs = observation_of(shown, {k: str(v) for k, v in env.items()})  # torch.__version__ is a str subclass YAML refuses
     return dataclasses.replace(obs, runs=len(verdicts), reproduced=len(bad) if len(verdicts) > 1 or bad else None,
                                symptoms=others)
 

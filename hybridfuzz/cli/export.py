@@ -10,14 +10,15 @@ from hybridfuzz.cli.errors import UsageError
 
 NAME = "export"
 HELP = "write a finding as a vLLM bug report (Markdown) with a standalone reproducer script"
-EXITS = {0: "written"}
+EXITS = {0: "written (the script: exit 1 reproduced, 0 not reproduced, 2 cannot tell)"}
 
 
 def add_arguments(p) -> None:
     p.add_argument("case", help="a YAML case (usually a finding)")
     p.add_argument("--out", help="write the Markdown here (default: stdout)")
     p.add_argument("--script", help="also write the standalone reproducer script here")
-    p.add_argument("--run", action="store_true", help="run the reproducer now and put its output in the issue")
+    # dest is not "run": the command table keeps each command's function in args.run
+    p.add_argument("--run", dest="run_now", action="store_true", help="run the reproducer now and put its output in the issue")
     p.add_argument("--timeout", type=options.seconds, default=1200.0, help="seconds for --run")
     p.add_argument("--no-collect-env", dest="collect_env", action="store_false", help="skip `python -m vllm.collect_env` (about 15 s)")
 
@@ -40,7 +41,7 @@ def run(args) -> int:
     if args.script:
         write_atomic(args.script, script)
     output = rc = None
-    if args.run:
+    if args.run_now:
         with tempfile.TemporaryDirectory(prefix="hybridfuzz-export-") as tmp:
             path = os.path.join(tmp, script_name)
             with open(path, "w", encoding="utf-8") as f:

@@ -40,8 +40,8 @@ def print_result(case_path: str, result, as_json: bool) -> None:
 
 def run(args) -> int:
     from hybridfuzz.case import dump_case, load_case_file
-    from hybridfuzz.executor import evaluate
-    from hybridfuzz.findings import observation, with_observation
+    from hybridfuzz.findings import with_observation
+    from hybridfuzz.reproduce import reproduce
     from hybridfuzz.hosts import make_host
     from hybridfuzz.store import write_atomic
 
@@ -49,14 +49,8 @@ def run(args) -> int:
     if args.record:
         options.file_to_write("--record", args.case)
     with make_host(args.host, workers=2, timeout=args.timeout, warm=False) as host:
-        if args.runs > 1:
-            from hybridfuzz.reproduce import reproduce
-
-            obs, results = reproduce(case, host, args.runs, args.timeout)
-            result = next((r for r in results if obs.signature and r.verdict.signature == obs.signature), results[-1])
-        else:
-            result = evaluate(case, host, args.timeout)
-            obs = observation(result)
+        obs, results = reproduce(case, host, args.runs, args.timeout)
+    result = next((r for r in results if obs.signature and r.verdict.signature == obs.signature), results[-1])
     print_result(args.case, result, args.json)
     if args.runs > 1 and not args.json:
         print(f"  reproduced in {obs.reproductions} of {obs.runs} fresh runs" + (f" on {obs.isa}" if obs.isa else "")
