@@ -67,4 +67,5 @@ def plan(free_mb: list[int], cores: int) -> GpuPlan:
 
 
 def detect(cores: int | None = None) -> GpuPlan:
-    return plan(gpu_free_mb(), cores or os.cpu_count() or 1)
+    """This host's plan; cores are those this process may run on (taskset splits a host between campaigns)."""
+    return plan(gpu_free_mb(), cores or len(os.sched_getaffinity(0)) or 1)

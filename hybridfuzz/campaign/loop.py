@@ -34,6 +34,7 @@ from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, Ru
 from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
+from hybridfuzz.engines.forkserver import NOT_RUN
 from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case
 from hybridfuzz.findings import case_size, known_signatures, observation, write_finding
 
@@ -139,6 +140,8 @@ class FuzzLoop:
         results = evaluate_sessions([session], self.host, self.cfg.timeout_s)[0]
         self.stats.references_reused += self._reference_hits() - reused
         wall = time.time() - t0
+        ran = [(c, r) for c, r in zip(session, results) if NOT_RUN not in r.trace.engine_settings]
+        session, results = [c for c, _ in ran], [r for _, r in ran]
         for case, result in zip(session, results):
             self._count(case, result)
             signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1

@@ -52,7 +52,7 @@ class CampaignSupervisor:
             # the cores engine start-up is bound on; each worker runs a session and its reference.
             from hybridfuzz.campaign import capacity
 
-            self.plan = capacity.detect(cores)
+            self.plan = capacity.detect()
             self.workers = workers or max(1, gpus * self.plan.workers_per_gpu)
             use = settings.use if settings.use.shrink_parallel else dataclasses.replace(settings.use, shrink_parallel=self.plan.shrink_parallel)
             self.settings = dataclasses.replace(settings, engines=settings.engines or capacity.ENGINES_PER_WORKER, use=use)

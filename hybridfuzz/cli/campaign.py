@@ -110,6 +110,8 @@ def run(args) -> int:
     say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s over {s['runs']} run(s) "
         f"({s['cases_per_min']}/min); {s['findings']} findings reported, {s['findings_open']} still open, {s['flaky']} flaky; "
         f"first finding at {s['time_to_first_finding_s']}s, first report at {s['time_to_first_report_s']}s; worker restarts {s['restarts']}")
+    say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "
+        f"{s['engine_busy_fraction']}; refused cases by reason: {s['refusals'] or 'none'}")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     say(f"summary: {os.path.join(args.dir, 'summary.json')}")

@@ -32,6 +32,27 @@ def add_arguments(p) -> None:
     options.add_json(p)
 
 
+def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
+    """On a GPU, ``fuzz`` is a campaign of this host's GPUs (many workers per GPU, issue #12):
+    the same throughput as ``campaign --engine gpu``; findings in OUT/findings."""
+    from hybridfuzz.campaign.config import WorkerSettings
+    from hybridfuzz.campaign.supervisor import CampaignSupervisor
+
+    settings = WorkerSettings(timeout_s=args.timeout, known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps,
+                              narrowing=options.narrowing_of(args), use=options.engine_use_of(args))
+    s = CampaignSupervisor(out, args.budget, engine="gpu", seed=args.seed, settings=settings, log=say).run()
+    if args.json:
+        print(json.dumps(s, indent=2))
+    say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s ({s['cases_per_min']}/min, "
+        f"{s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy {s['engine_busy_fraction']}); "
+        f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky; refused by reason: {s['refusals'] or 'none'}")
+    for f in s["finding_list"]:
+        say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
+    if s["interrupted"]:
+        return INTERRUPTED
+    return FOUND if s["findings"] else OK
+
+
 def _seconds(value) -> str:
     return "none" if value is None else f"{value}s"
 
@@ -56,6 +77,8 @@ def run(args) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    if args.engine == "gpu" and not args.workers:
+        return _one_gpu_campaign(args, out, known, say)
     say(f"hybridfuzz fuzz: engine {platform.device}, budget {args.budget:.0f}s, seed {args.seed}, out {out}, findings {findings}")
     last = [0.0]
 
@@ -81,6 +104,8 @@ def run(args) -> int:
     summary = loop.summary()  # the loop wrote summary.json already (also when interrupted)
     if args.json:
         print(json.dumps(dataclasses.asdict(summary), indent=2))
+    say(f"throughput: {summary.cases_per_min} cases/min, {summary.steps_per_min} steps/min, {summary.engine_starts_per_min} engine "
+        f"starts/min, engines busy {summary.engine_busy_fraction}; refused by reason: {summary.refusals or 'none'}")
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
         f"{summary.findings} new findings; time to first finding {_seconds(summary.time_to_first_finding_s)}; "
         f"shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")

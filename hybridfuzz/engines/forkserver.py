@@ -45,6 +45,17 @@ SERVER_ENV = {
 }
 
 
+NOT_RUN = "not_run"  # engine_settings key of a case skipped because its session's engine did not start
+
+
+def not_run(failed: Trace) -> Trace:
+    """A session's later case whose engine could not start: the first case's failure, marked as not run."""
+    t = Trace.from_dict(failed.to_dict())
+    t.engine_settings[NOT_RUN] = "the session's engine did not start"
+    t.timings = {}
+    return t
+
+
 class ForkServer:
     """Client side. ``run(case)`` and ``run_many(cases)`` return Traces."""
 
@@ -116,6 +127,10 @@ class ForkServer:
             rest = cases[len(traces):] if traces else cases[1:]
             if not traces:
                 out[i].append(Trace(outcome="crash", error=ErrorInfo("NoResult", "the engine child returned nothing")))
+            elif len(traces) == 1 and traces[0].outcome != "ok" and not traces[0].steps and rest:
+                # The engine did not start; the rest share its model and engine and would not start either.
+                out[i].extend(not_run(traces[0]) for _ in rest)
+                rest = []
             if rest:
                 pending[self._submit(rest, timeout)] = (i, rest)
         return out
