@@ -133,3 +133,34 @@ def test_committed_case_replays_as_divergence():
     case = load_case_file(str(pathlib.Path(__file__).parent.parent / "corpus" / "components" / "scale-view-fill.yaml"))
     v = run_component(case)
     assert v.status == case.expect.get(vllm_version(), v.status)
+
+
+def test_exported_component_script_exits_1_with_the_bug_and_0_with_the_fix(capsys):
+    """The standalone script of corpus/components/scale-view-fill.yaml (no hybridfuzz inside) runs vLLM's method:
+    exit 1 naming the overwritten GDN state; with the method replaced by the fix (views, no fill) exit 0."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    from vllm.v1.attention.backends.triton_attn import TritonAttentionImpl
+
+    from hybridfuzz.case import load_case_file
+    from hybridfuzz.export import standalone_script
+    from hybridfuzz.vllm_facts import vllm_version
+
+    case = load_case_file(str(pathlib.Path(__file__).parent.parent / "corpus" / "components" / "scale-view-fill.yaml"))
+    spec = importlib.util.spec_from_loader("exported_component_repro", loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    exec(compile(standalone_script(case), "<repro>", "exec"), mod.__dict__)
+    if vllm_version() == "0.32.0":
+        assert mod.main([]) == 1
+        out = capsys.readouterr().out
+        assert "REPRODUCED" in out and "live GDN state overwritten: GDN model.layers.0.linear_attn conv state of block 1" in out
+    original = TritonAttentionImpl._ensure_scale_caches
+    TritonAttentionImpl._ensure_scale_caches = views_only
+    try:
+        assert mod.main([]) == 0
+    finally:
+        TritonAttentionImpl._ensure_scale_caches = original
+    assert "NOT REPRODUCED: [component:scale_view_fill] TritonAttentionImpl._ensure_scale_caches changed none of" in capsys.readouterr().out
