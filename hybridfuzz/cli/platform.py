@@ -20,12 +20,18 @@ def run(args) -> int:
     from hybridfuzz.vllm_facts import vllm_version
 
     p = detect_platform()
-    info = {"vllm": vllm_version(), **dataclasses.asdict(p), "declared_kv_dtypes": list(declared_kv_dtypes())}
+    from hybridfuzz.vllm_facts import family_support
+
+    info = {"vllm": vllm_version(), **dataclasses.asdict(p), "declared_kv_dtypes": list(declared_kv_dtypes()),
+            "families_not_runnable": {f.name: f.reason for f in family_support() if not f.runnable}}
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
     print(f"vLLM {info['vllm']} on {p.device}")
-    for key in ("kv_cache_dtypes", "declared_kv_dtypes", "attention_backends", "model_runners", "block_sizes", "weight_quantizations"):
+    for key in ("families", "kv_cache_dtypes", "declared_kv_dtypes", "attention_backends", "model_runners", "block_sizes",
+                "weight_quantizations"):
         print(f"  {key}: {', '.join(str(x) if x != '' else 'default' for x in info[key]) or '-'}")
+    for name, why in info["families_not_runnable"].items():
+        print(f"  not runnable here: {name}: {why}")
     print(f"  graphs: {p.has_graphs}, sleep mode: {p.has_sleep_mode}")
     return 0
