@@ -26,7 +26,7 @@ def needs_reference(case: Case) -> bool:
 def judge(case: Case, trace: Trace, ref: Trace | None) -> Verdict:
     """Pure: apply the case's checks to traces already run."""
     checks = case.oracle.checks
-    verdicts = [check_health(trace)]
+    verdicts = [check_health(trace, case=case)]  # case: the sleep/wake table decides refused protocol calls
     if verdicts[0].status != "pass":
         return verdicts[0]
     if ref is not None:

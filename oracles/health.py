@@ -3,11 +3,33 @@ from __future__ import annotations
 
 import math
 
+from hybridfuzz import sleepwake
+from hybridfuzz.case import Case
 from hybridfuzz.trace import Trace
 from hybridfuzz.oracles.verdict import Verdict
 
 
-def check_health(trace: Trace, label: str = "case") -> Verdict:
+def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | None:
+    step = next((s for s in trace.steps if s.error), None)
+    if step is None or step.kind not in ("sleep", "wake_up", "reset_prefix_cache", "reload_weights"):
+        return None
+    host = sleepwake.SERVER if trace.env.get("api") == "openai-server" else sleepwake.OFFLINE
+    walked = sleepwake.walk(case.steps, host)[step.index]
+    if walked.rule.call not in ("succeeds", "no-op"):
+        return None
+    return Verdict("divergence", "health", f"{label} step {step.index} ({step.kind}) refused in state "
+                   f"'{walked.before.describe()}', where the sleep/wake contract says it {walked.rule.call}: {step.error.one_line()}",
+                   [f"contract: {walked.rule.why}", f"refusal: {step.error.message[:500]}"],
+                   symptom=f"refused:{step.error.type}", where=f"{step.kind}:{walked.rule.when}")
+
+
+def check_health(trace: Trace, label: str = "case", case: Case | None = None) -> Verdict:
+    """``case``: when given, a refusal of a sleep/wake step that the protocol table says must succeed
+    (hybridfuzz/sleepwake.py) is a finding, not "unsupported"."""
+    if trace.outcome == "rejected" and case is not None:
+        v = _refused_protocol_call(case, trace, label)
+        if v is not None:
+            return v
     if trace.outcome == "rejected":
         err = trace.error.one_line() if trace.error else "refused"
         return Verdict("unsupported", "health", f"the engine refused the {label} configuration: {err}",

@@ -5,6 +5,7 @@ import dataclasses
 
 from hypothesis import strategies as st
 
+from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, OracleSpec
 from hybridfuzz.strategies.engine import engine_configs
 from hybridfuzz.strategies.model import family_engine_extra, model_specs
@@ -15,12 +16,13 @@ ALL_CHECKS = ["health", "self_consistency", "reference"]
 
 
 @st.composite
-def cases(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6) -> Case:
+def cases(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, host: sleepwake.Host = sleepwake.OFFLINE) -> Case:
+    """``host``: what the engine host can do with the sleep/wake protocol (sleepwake.SERVER: submit, mode wait)."""
     model = draw(model_specs(max_layers, platform.families))
     engine = draw(engine_configs(platform))
     family_extra = draw(family_engine_extra(model))  # e.g. mamba_ssm_cache_dtype (strategies/model.py)
     engine = dataclasses.replace(engine, extra={**engine.extra, **family_extra}) if family_extra else engine
-    steps = draw(step_scripts(max_steps, model.vocab_size, platform.has_sleep_mode))
+    steps = draw(step_scripts(max_steps, model.vocab_size, platform.has_sleep_mode, host))
     return Case(model=model, engine=engine, steps=steps, oracle=OracleSpec(checks=list(ALL_CHECKS)))
 
 

@@ -192,7 +192,7 @@ def test_protocol_strategies_find_an_injected_wake_bug_and_shrink_it_to_at_most_
     t0 = time.monotonic()
     with make_host("forkserver", workers=1, timeout=120, warm=False) as host:
         def fails(steps) -> bool:
-            if time.monotonic() - t0 > 420:
+            if time.monotonic() - t0 > 240:
                 return False
             case = Case(ModelSpec(layers=("linear_attention", "full_attention")), steps, EngineConfig(kv_cache_dtype="fp8"),
                         OracleSpec(checks=["health", "self_consistency"]))
@@ -208,3 +208,19 @@ def test_protocol_strategies_find_an_injected_wake_bug_and_shrink_it_to_at_most_
           dump_case(_case(found)).split("steps:")[1].split("oracle:")[0], seen[-1][1])
     assert len(found) <= 4, found
     assert any(isinstance(s, WakeUp) for s in found) and any(isinstance(s, Sleep) for s in found), found
+
+
+def test_health_a_refused_call_the_contract_says_must_succeed_is_a_finding_a_refused_wait_mode_is_not():
+    from hybridfuzz.oracles.health import check_health
+    from hybridfuzz.trace import ErrorInfo
+
+    def refused(steps, at):
+        t = _trace(steps, {})
+        t.steps = t.steps[:at + 1]
+        t.steps[at].error = t.error = ErrorInfo("ValueError", "tags are not supported here")
+        t.outcome = "rejected"
+        return check_health(t, case=_case(steps))
+
+    v = refused([Sleep(1), WakeUp(["kv_cache"])], 1)
+    assert v.status == "divergence" and v.symptom == "refused:ValueError", v.one_line()
+    assert refused([Sleep(1, "wait")], 0).status == "unsupported"  # the in-process engine refuses wait: the table agrees
