@@ -36,6 +36,7 @@ def sessions(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, 
     first = draw(cases(platform, max_layers, max_steps))
     if max_cases <= 1:
         return [first]
-    more = draw(st.integers(0, max_cases - 1))
-    return [first] + [first.replace(steps=draw(step_scripts(max_steps, first.model.vocab_size, platform.has_sleep_mode)))
-                      for _ in range(more)]
+    # A list, not a drawn count: Hypothesis sizes lists near the middle of their range (a drawn
+    # integer is usually 0), and a list still shrinks toward no more cases.
+    scripts = draw(st.lists(step_scripts(max_steps, first.model.vocab_size, platform.has_sleep_mode), max_size=max_cases - 1))
+    return [first] + [first.replace(steps=steps) for steps in scripts]
