@@ -9,7 +9,6 @@ release for the last change of outcome, then one check of each neighbour of that
 """
 from __future__ import annotations
 
-import datetime
 import fcntl
 import json
 import os
@@ -123,12 +122,15 @@ def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
         replay_s = time.monotonic() - t0
     outcome, summary, payload = classify(rc, out, err)
     obs = None
-    if outcome in VERDICT_OF:
-        penv = (payload or {}).get("env", {})
-        obs = Observation(vllm=penv.get("vllm") or env.version, verdict=VERDICT_OF[outcome], device=penv.get("device", "cpu"),
-                          torch=penv.get("torch", ""), date=datetime.date.today().isoformat(),
-                          oracle=(payload or {}).get("oracle", ""), summary=summary, signature=(payload or {}).get("signature", ""),
-                          evidence=list((payload or {}).get("evidence", []))[:4])
+    if outcome in VERDICT_OF:  # the case-file form, by the same rule replay --record uses
+        from types import SimpleNamespace
+
+        from hybridfuzz.findings import observation_of
+
+        p = payload or {}
+        verdict = SimpleNamespace(status=VERDICT_OF[outcome], oracle=p.get("oracle", ""), summary=summary,
+                                  signature=p.get("signature", ""), evidence=list(p.get("evidence", [])))
+        obs = observation_of(verdict, {"vllm": env.version, "device": "cpu", **p.get("env", {})})
     return Probe(env.version, outcome, summary, (payload or {}).get("signature", ""), rc, env.install_s, round(replay_s, 1),
                  env.disk_bytes, env.cached, env.torch, shown, obs)
 
@@ -199,8 +201,9 @@ def conclude(case_path: str, versions: list[str], probes: dict[str, Probe], boun
 
 def record(case_path: str, probes: list[Probe]) -> Case:
     """observed + expect for every release tried, atomically. Errors are not verdicts and are not written. A
-    cannot-run says what this machine lacks (an ISA, a dtype it does not build), not what the release does: it never
-    replaces a pass or divergence seen before for that release, nor an expectation already written."""
+    cannot-run says what this machine lacks (an ISA, a dtype it does not build) as much as what the release does:
+    it is kept beside (never in place of) a pass or divergence seen on another machine class, and never replaces
+    an expectation already written."""
     case = load_case_file(case_path)
     expect = dict(case.expect)
     for p in probes:
@@ -208,9 +211,9 @@ def record(case_path: str, probes: list[Probe]) -> Case:
         if obs is None:
             continue
         if p.outcome == "cannot-run":
-            seen = [o for o in case.observed if o.vllm == obs.vllm and device_kind(o.device) == device_kind(obs.device)]
-            if any(o.verdict in ("pass", "divergence") for o in seen):
-                continue
+            same = [o for o in case.observed if (o.vllm, o.device, getattr(o, "isa", "")) == (obs.vllm, obs.device, getattr(obs, "isa", ""))]
+            if any(o.verdict in ("pass", "divergence") for o in same):
+                continue  # this very machine class ran it before: an environment problem, not a fact about the release
             expect.setdefault(obs.vllm, obs.verdict)
         else:
             expect[obs.vllm] = obs.verdict

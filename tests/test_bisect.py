@@ -195,7 +195,9 @@ def test_a_machine_that_cannot_run_a_release_keeps_what_another_saw(tmp_path):
     p.observation = bisection.Observation(vllm="0.32.0", verdict="unsupported", summary=p.summary)
     q = bisection.Probe("0.20.0", "cannot-run", "invalid case: engine.kv_cache_dtype: unknown dtype")
     q.observation = bisection.Observation(vllm="0.20.0", verdict="unsupported", summary=q.summary)
+    p.observation = bisection.Observation(vllm="0.32.0", verdict="unsupported", summary=p.summary, isa="x86_64/avx2")
     c = bisection.record(str(case), [p, q])
     assert c.expect == {"0.20.0": "unsupported", "0.32.0": "divergence"}
-    (kept,) = [o for o in c.observed if o.vllm == "0.32.0"]
+    (kept, here) = [o for o in c.observed if o.vllm == "0.32.0"]  # both, each with its machine class
     assert kept.verdict == "divergence" and kept.signature == "health:nonfinite:2ffbd58c" and kept.evidence
+    assert here.verdict == "unsupported" and here.isa == "x86_64/avx2"
