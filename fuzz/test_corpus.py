@@ -3,8 +3,10 @@
 What a machine must see comes from ``hybridfuzz.reproduce.expectation``: a case that
 expects ``divergence`` and records where it reproduces (CPU ISA class, k of N fresh
 runs) is checked exactly there, with enough runs for its recorded rate; on a CPU
-class where it was never recorded it is skipped with the reason. A fixed bug shows
-up as a failing expectation to update. Component cases run no engine.
+class where it was never recorded it is skipped with the reason, and so is a case
+this machine's vLLM refuses to run (unsupported) unless that refusal is what was
+recorded here. A fixed bug shows up as a failing expectation to update. Component
+cases run no engine.
 """
 import glob
 import os
@@ -39,6 +41,8 @@ def _check(path, host) -> None:
     for _ in range(exp.runs):
         v = evaluate(case, host).verdict
         seen.append(v.one_line())
+        if v.status == "unsupported" and exp.verdict != "unsupported":  # this machine cannot run it: nothing to check
+            pytest.skip(f"this machine ({cpu_isa()}) cannot run it: {v.summary[:200]}")
         if v.status == exp.verdict and exp.verdict == "divergence":
             return
         if v.status != "divergence" and exp.verdict != "divergence":
