@@ -189,9 +189,10 @@ class PageAlias(Fault):
     groups sharing a raw KVCacheTensor map distinct logical blocks to the same bytes) and
     vllm-project/tpu-inference PR #2366 (hybrid block ids past the per-layer slot count
     collapse recurrent states onto one slot).
-    CPU injection: after a CPU attention forward, the bytes of the attention page holding the
-    batch's first token are copied over the leading ``severity`` share of every page that holds
-    a live GDN state in the same shared KV tensor. Severity: fraction of the page overwritten.
+    CPU injection: after a CPU attention forward, the bytes of the attention block holding the
+    batch's first token are copied over the leading ``severity`` share of the SSM state of
+    every live GDN slot (the attention write landing in the recurrent page).
+    Severity: fraction of the state overwritten.
     All platforms (the shared tensor is the hybrid allocator's, on CPU too).
     """
     name = "page-alias"
@@ -201,19 +202,18 @@ class PageAlias(Fault):
     def attention(self, impl, layer, kv_cache, attn_metadata, quantized: bool) -> None:
         import torch
 
-        from hybridfuzz.faults.hooks import live_gdn_slots
+        from hybridfuzz.faults.hooks import live_gdn_states
 
-        slots = live_gdn_slots()
-        if not slots or attn_metadata.slot_mapping.numel() == 0:
+        if attn_metadata.slot_mapping.numel() == 0:
             return
-        num_blocks, _, block_size, _ = kv_cache.shape
-        raw = torch.empty(0, dtype=torch.uint8).set_(kv_cache.untyped_storage())
-        page = raw.numel() // num_blocks
-        src = int(attn_metadata.slot_mapping[0]) // block_size
-        n = max(1, math.ceil(self.severity * page))
-        for s in slots:
-            if s != src and s < num_blocks:
-                raw[s * page:s * page + n] = raw[src * page:src * page + n]
+        block = int(attn_metadata.slot_mapping[0]) // kv_cache.shape[2]  # CPU layout [blocks, heads, block_size, 2*head]
+        src = kv_cache[block].contiguous().view(torch.uint8).reshape(-1)
+        for ssm, slot in live_gdn_states():
+            dst = ssm[slot]
+            if dst.is_contiguous():
+                raw = dst.view(torch.uint8).view(-1)
+                n = max(1, math.ceil(self.severity * min(raw.numel(), src.numel())))
+                raw[:n] = src[:n]
 
 
 class ResetKeepsState(LastTenant):

@@ -48,17 +48,19 @@ def scale_positions_fp32(page_bytes: int, block_size: int, num_kv_heads: int, he
     return out
 
 
-def live_gdn_slots() -> list[int]:
-    """State slots of the requests in the current forward step (all GDN layers)."""
+def live_gdn_states() -> list[tuple]:
+    """(SSM state tensor, slot) of every GDN layer and live request in the current forward step."""
     from vllm.forward_context import get_forward_context
     from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadata
 
-    md = get_forward_context().attn_metadata
-    out: set[int] = set()
-    for m in (md.values() if isinstance(md, dict) else ()):
-        if isinstance(m, GDNAttentionMetadata) and m.non_spec_state_indices_tensor is not None:
-            out.update(int(x) for x in m.non_spec_state_indices_tensor[:m.num_decodes + m.num_prefills].tolist())
-    return sorted(out)
+    ctx = get_forward_context()
+    md = ctx.attn_metadata
+    out = []
+    for prefix, m in (md.items() if isinstance(md, dict) else ()):
+        layer = ctx.no_compile_layers.get(prefix)
+        if isinstance(m, GDNAttentionMetadata) and m.non_spec_state_indices_tensor is not None and layer is not None:
+            out += [(layer.kv_cache[1], int(x)) for x in m.non_spec_state_indices_tensor[:m.num_decodes + m.num_prefills].tolist()]
+    return out
 
 
 def _active(hook: str) -> list[Fault]:
