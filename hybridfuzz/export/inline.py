@@ -134,7 +134,8 @@ class _Walker:
             self._add_source(name, obj, _source(obj), sys.modules[_unwrap(obj).__module__])
             return
         refs: list[tuple[str, Any]] = []
-        statement = _assignment(module, name) if module is not None else None
+        home = _home(name, obj, module)
+        statement = _assignment(home, name) if home is not None else None
         try:
             text = f"{name} = {literal(obj, refs)}\n"
         except InlineError as e:
@@ -142,7 +143,7 @@ class _Walker:
                 raise InlineError(f"{name} (used by {needed_by}): {e}") from None
             text = ""
         if not text or (len(text) > 200 and statement is not None):  # a table of lambdas, a long table: its own source
-            self._add_source(name, obj, statement, module)
+            self._add_source(name, obj, statement, home)
             return
         self.defs[name] = _Def(name, obj, text, [])
         for ref_name, ref in refs:
@@ -232,6 +233,17 @@ class _Walker:
         for n in self.order:
             visit(n, ())
         return "\n\n\n".join(x.rstrip() + "\n" for x in out)
+
+
+def _home(name: str, obj: Any, module: Any) -> Any:
+    """The hybridfuzz module that assigns ``name = obj`` at top level (``module`` if it does, else the one that
+    does and ``module`` imported it from)."""
+    candidates = [module] if module is not None else []
+    candidates += [m for n, m in sorted(sys.modules.items()) if m is not None and (n == PACKAGE or n.startswith(PACKAGE + "."))]
+    for m in candidates:
+        if vars(m).get(name) is obj and _assignment(m, name) is not None:
+            return m
+    return module
 
 
 def _assignment(module: Any, name: str) -> str | None:

@@ -150,9 +150,10 @@ def _describe_bug(case: Case) -> list[str]:
 def _observed(obs: Observation) -> list[str]:
     short = [e for e in obs.evidence if not e.startswith("log tail")]
     logs = [e for e in obs.evidence if e.startswith("log tail")]
-    where = ", ".join(x for x in (obs.device, f"torch {obs.torch}" if obs.torch else "", obs.date, getattr(obs, "isa", "")) if x)
-    rate = getattr(obs, "runs", 1)
-    runs = f"; reproduced in {getattr(obs, 'reproduced', None) if getattr(obs, 'reproduced', None) is not None else rate} of {rate} fresh runs" if rate > 1 else ""
+    where = ", ".join(x for x in (obs.device, obs.isa, f"torch {obs.torch}" if obs.torch else "", obs.date) if x)
+    runs = f"; reproduced in {obs.reproductions} of {obs.runs} fresh runs" if obs.runs > 1 else ""
+    if obs.symptoms:
+        runs += f"; other symptoms in those runs: {', '.join(obs.symptoms)}"
     lines = [f"On vLLM {obs.vllm} ({where}{runs}), the `{obs.oracle}` check failed:", "", "```text", obs.summary,
              *(e[:600] for e in short), "```", ""]
     for e in logs:

@@ -44,14 +44,14 @@ from hybridfuzz.case import Generate, ResetPrefixCache, Sleep, WakeUp  # noqa: E
 from hybridfuzz.engines.base import classify, error_info  # noqa: E402
 from hybridfuzz.engines.offline import _steps  # noqa: E402
 from hybridfuzz.executor import judge  # noqa: E402
-from hybridfuzz.model import hf_config, make_tensor, tensor_shapes  # noqa: E402
+from hybridfuzz.model import make_tensor  # noqa: E402
 from hybridfuzz.trace import ErrorInfo, Trace  # noqa: E402
 # <<< hybridfuzz-inline
 
 # >>> hybridfuzz-data
 TITLE = "a hybridfuzz case"
 ENV: dict = {}  # environment of the engine processes
-SPEC: dict = {"layers": ["linear_attention", "full_attention"]}  # the tiny model (hybridfuzz ModelSpec fields)
+MODEL: dict = {"config": {}, "plan": {}, "seed": 0, "dtype": "bfloat16"}  # the tiny model: config.json, tensor plan, seed
 ENGINE: dict = {"cpu": {}, "cuda": {}}  # vllm.LLM arguments per device kind, less the model path
 REFERENCE_ENGINE: dict | None = None  # the same for the reference run, when the case has one
 CASE = SimpleNamespace(steps=[], engine=SimpleNamespace(extra={}), oracle=SimpleNamespace(checks=["health"], reference={}))
@@ -67,17 +67,17 @@ def block_vision() -> None:
 
 
 def build_model(out_dir: str) -> str:
-    """config.json + model.safetensors for SPEC: the same bytes as hybridfuzz's builder (model.py)."""
+    """config.json + model.safetensors: the same bytes as hybridfuzz's builder (its make_tensor, its plan)."""
     import torch
     from safetensors.torch import save_file
 
-    spec = SimpleNamespace(**{**SPEC, "layers": tuple(SPEC["layers"])})
     os.makedirs(out_dir, exist_ok=True)
-    dtype = getattr(torch, spec.dtype)
-    tensors = {n: make_tensor(n, s, spec.seed).to(dtype).contiguous() for n, s in tensor_shapes(spec).items()}
+    dtype = getattr(torch, MODEL["dtype"])
+    tensors = {n: make_tensor(n, tuple(shape), MODEL["seed"], tuple(init)).to(dtype).contiguous()
+               for n, (shape, init) in MODEL["plan"].items()}
     save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(out_dir, "config.json"), "w") as f:
-        f.write(json.dumps(hf_config(spec), indent=2, sort_keys=True))
+        f.write(json.dumps(MODEL["config"], indent=2, sort_keys=True))
     with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
         f.write(json.dumps({"bos_token_id": 1, "eos_token_id": 2}))
     return out_dir

@@ -67,8 +67,10 @@ def case_namespace(case: Case) -> str:
 def engine_script(case: Case, title: str) -> str:
     from hybridfuzz.executor import needs_reference
 
-    spec = dataclasses.asdict(case.model)
-    spec["layers"] = list(case.model.layers)
+    from hybridfuzz.model import hf_config, tensor_plan
+
+    plan = {n: [list(shape), list(init)] for n, (shape, init) in tensor_plan(case.model).items()}
+    model = {"config": hf_config(case.model), "plan": plan, "seed": case.model.seed, "dtype": case.model.dtype}
     ref_engine = None
     if needs_reference(case):
         ref = case.reference_case().engine
@@ -78,7 +80,7 @@ def engine_script(case: Case, title: str) -> str:
     data = "\n".join([
         f"TITLE = {title!r}",
         f"ENV = {_pretty({**SCRIPT_ENV, **case.engine.env})}",
-        f"SPEC = {_pretty(spec)}",
+        f"MODEL = {_pretty(model)}",
         f"ENGINE = {_pretty(_engine_kwargs(case.engine))}",
         f"REFERENCE_ENGINE = {_pretty(ref_engine)}",
         f"CASE = {case_namespace(case)}",
