@@ -46,6 +46,10 @@ def add_arguments(p) -> None:
     options.add_json(p)
 
 
+def _seconds(value) -> str:
+    return "none" if value is None else f"{value}s"
+
+
 def check_redis(url: str) -> None:
     from hybridfuzz.campaign.database import redis_client
 
@@ -109,7 +113,8 @@ def run(args) -> int:
         print(json.dumps(s, indent=2))
     say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s over {s['runs']} run(s) "
         f"({s['cases_per_min']}/min); {s['findings']} findings reported, {s['findings_open']} still open, {s['flaky']} flaky; "
-        f"first finding at {s['time_to_first_finding_s']}s, first report at {s['time_to_first_report_s']}s; worker restarts {s['restarts']}")
+        f"first finding at {_seconds(s['time_to_first_finding_s'])}, first report at {_seconds(s['time_to_first_report_s'])}; "
+        f"worker restarts {s['restarts']}")
     say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "
         f"{s['engine_busy_fraction']}; refused cases by reason: {s['refusals'] or 'none'}")
     for f in s["finding_list"]:
