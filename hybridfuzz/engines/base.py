@@ -73,7 +73,7 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
     return "rejected" if REFUSAL.search(info.message) else "error"
 
 
-_NUMBERS = re.compile(r"(?<![A-Za-z_])\d+(\.\d+)?")  # 128, 0.5; not FP8 or x86
+_NUMBERS = re.compile(r"(?<![A-Za-z_\d.])\d+(\.\d+)?")  # 128, 0.5; not FP8 or x86
 
 
 def refusal_reason(info: ErrorInfo | None) -> str:
