@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Copy what a GPU session found into OUT, small enough to bring back: each campaign's summary,
+# campaign.json, findings (YAML), per-worker summaries and events, the tail of each job log.
+#
+#   gpu/pack-results.sh RES_DIR OUT_DIR
+set -uo pipefail
+res=${1:?usage: pack-results.sh RES_DIR OUT_DIR}; out=${2:?usage: pack-results.sh RES_DIR OUT_DIR}
+mkdir -p "$out"
+for log in "$res"/*.log; do [ -f "$log" ] && grep -v " INFO \|WARNING\|^\[transformers\]\|^Triton" "$log" | tail -200 > "$out/$(basename "$log")"; done
+cp "$res"/*.rc "$res"/*.json "$out"/ 2>/dev/null
+for d in "$res"/*/; do
+  [ -f "$d/campaign.json" ] || [ -f "$d/summary.json" ] || continue
+  n=$(basename "$d"); mkdir -p "$out/$n"
+  cp "$d"/summary.json "$d"/campaign.json "$out/$n"/ 2>/dev/null
+  [ -d "$d/findings" ] && cp -r "$d/findings" "$out/$n/"
+  for w in "$d"/workers/*/; do
+    [ -d "$w" ] || continue; wn=$(basename "$w"); mkdir -p "$out/$n/workers/$wn"
+    cp "$w"/summary.json "$w"/events.jsonl "$out/$n/workers/$wn"/ 2>/dev/null
+    grep -v " INFO \|WARNING" "$w/worker.log" 2>/dev/null | tail -60 > "$out/$n/workers/$wn/worker.log.tail"
+  done
+done
+du -sh "$out"
