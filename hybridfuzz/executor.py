@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from hybridfuzz.case import Case
 from hybridfuzz.oracles.consistency import check_self_consistency
 from hybridfuzz.oracles.health import check_health
+from hybridfuzz.oracles.prefix_cache import check_prefix_cache
 from hybridfuzz.oracles.reference import check_reference
 from hybridfuzz.oracles.verdict import Verdict, combine
 from hybridfuzz.trace import Trace
@@ -40,6 +41,8 @@ def judge(case: Case, trace: Trace, ref: Trace | None) -> Verdict:
         verdicts.append(check_self_consistency(case, trace))
     if "reference" in checks and ref is not None:
         verdicts.append(check_reference(case, trace, ref))
+    if "self_consistency" in checks:  # last: a cost finding never hides a correctness one (combine: first wins)
+        verdicts.append(check_prefix_cache(case, trace))
     return combine(verdicts)
 
 

@@ -5,7 +5,7 @@ per-head q/k layernorms and an ``out_proj``.
 """
 from __future__ import annotations
 
-from hybridfuzz.model.spec import (ATTENTION_GAIN, MIXER_GAIN, NORMAL, ONES, Family, ModelSpec, attention_plan,
+from hybridfuzz.model.spec import (ATTENTION_GAIN, NORMAL, ONES, Family, ModelSpec, attention_plan,
                                    mlp_plan)
 
 KINDS = ("conv", "full_attention")
@@ -41,7 +41,10 @@ def plan(spec: ModelSpec) -> dict:
         if kind == "conv":
             out[p + "conv.conv.weight"] = ((h, 1, spec.conv_kernel), NORMAL)
             out[p + "conv.in_proj.weight"] = ((3 * h, h), NORMAL)
-            out[p + "conv.out_proj.weight"] = ((h, h), ("normal", MIXER_GAIN))
+            # The gated conv multiplies three projections (B * conv(C * x)): at the mixer gain of the
+            # other families its branch saturates the logits (top-1 gaps of 5 to 20 nats, one token
+            # repeated); gain 1 gives margins like theirs (measured, docs/drafts/families.md).
+            out[p + "conv.out_proj.weight"] = ((h, h), NORMAL)
         else:
             a = p + "self_attn."
             out.update(attention_plan(a, h, spec.num_attention_heads, spec.num_key_value_heads, head_dim, out="out_proj"))
