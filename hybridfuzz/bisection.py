@@ -224,12 +224,28 @@ def record(case_path: str, probes: list[Probe]) -> Case:
     return case
 
 
+def earlier(case: Case, version: str, device: Literal["cpu", "gpu"]) -> Probe | None:
+    """A verdict this machine class already recorded for version (the case file is the bisect's memory, so a
+    bisect cut short resumes where it stopped). CPU: same ISA class; GPU: any GPU."""
+    from hybridfuzz.machine import cpu_isa
+
+    isa = cpu_isa() if device == "cpu" else None
+    for o in reversed(case.observed):
+        if o.vllm == version and device_kind(o.device) == device and (isa is None or o.isa == isa):
+            return Probe(version, OUTCOME_OF_VERDICT.get(o.verdict, "error"), o.summary, o.signature, cached=True,
+                         torch=o.torch, command=f"(recorded {o.date}; --fresh replays it)")
+    return None
+
+
 def run(case_path: str, versions: list[str], make_env: Callable[[str], Env], timeout: float = 1800, lock: str | None = None,
-        log: Callable[[str], None] = print) -> Result:
+        log: Callable[[str], None] = print, device: Literal["cpu", "gpu"] = "cpu", fresh: bool = False) -> Result:
     """Bisect case_path over versions (oldest first); writes what each release did into the case file as it goes."""
     load_case_file(case_path)  # invalid here: one clear line before anything is installed
 
     def try_one(v: str) -> Probe:
+        known = None if fresh else earlier(load_case_file(case_path), v, device)
+        if known is not None:
+            return known
         try:
             env = make_env(v)
         except EnvError as e:

@@ -202,3 +202,24 @@ def test_a_machine_that_cannot_run_a_release_keeps_what_another_saw(tmp_path):
     (kept, here) = [o for o in c.observed if o.vllm == "0.32.0"]  # both, each with its machine class
     assert kept.verdict == "divergence" and kept.signature == "health:nonfinite:2ffbd58c" and kept.evidence
     assert here.verdict == "unsupported" and here.isa == "x86_64/avx2"
+
+
+def test_a_bisect_resumes_from_the_verdicts_already_recorded(tmp_path):
+    """The case file is the bisect's memory: releases this machine class already judged are not replayed."""
+    from hybridfuzz.machine import cpu_isa
+
+    case = tmp_path / "c.yaml"
+    shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)
+    for v, outcome in (("0.31.0", "divergence"), ("0.32.0", "divergence")):
+        p = bisection.Probe(v, outcome)
+        p.observation = bisection.Observation(vllm=v, verdict=bisection.VERDICT_OF[outcome], isa=cpu_isa(), date="2026-11-30")
+        bisection.record(str(case), [p])
+
+    def no_env(v):
+        raise venvs.EnvError(f"no environment for {v} in this test")
+    res = bisection.run(str(case), ["0.30.0", "0.31.0", "0.32.0"], no_env, log=lambda s: None)
+    probes = {p.version: p for p in res.probes}
+    assert probes["0.32.0"].cached and probes["0.32.0"].outcome == "divergence" and "recorded 2026-11-30" in probes["0.32.0"].command
+    assert probes["0.30.0"].outcome == "error"  # not recorded: it would be replayed (here: no environment)
+    fresh = bisection.run(str(case), ["0.31.0", "0.32.0"], no_env, log=lambda s: None, fresh=True)
+    assert {p.outcome for p in fresh.probes} == {"error"}

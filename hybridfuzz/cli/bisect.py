@@ -27,6 +27,7 @@ def add_arguments(p) -> None:
                    help="hold flock(2) on FILE around each replay (not around installs), e.g. /tmp/hybridfuzz-engine.lock "
                         "(default: $HYBRIDFUZZ_ENGINE_LOCK, else none)")
     p.add_argument("--timeout", type=options.seconds, default=1800.0, help="seconds per replay (one release) before it counts as an error (default 1800)")
+    p.add_argument("--fresh", action="store_true", help="replay every release, even one this machine class already has a verdict for in the case file")
     options.add_json(p)
 
 
@@ -62,7 +63,7 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
 
     log(f"bisect {args.case} over {len(versions)} releases ({versions[0]} .. {versions[-1]}), engine {args.engine}")
-    result = bisection.run(args.case, versions, make_env, timeout=args.timeout, lock=args.lock, log=log)
+    result = bisection.run(args.case, versions, make_env, timeout=args.timeout, lock=args.lock, log=log, device=args.engine, fresh=args.fresh)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
