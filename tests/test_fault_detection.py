@@ -58,3 +58,25 @@ def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
     case = load_case_file(wake[0]["path"])
     assert "replayed on a fresh engine: same signature" in case.note
     assert len(case.model.layers) <= 2 and len(case.steps) <= 3, case
+
+
+# Each hook point, on the hand-written case that exposes it (tests/fault_cases/); the same cases
+# pass with no fault (test_fault_cases_pass_without_a_fault).
+EXPOSED = [("state-not-zeroed", "repeat", "self_consistency"), ("write-after-free", "repeat", "self_consistency"),
+           ("reset-keeps-state", "reset", "self_consistency"), ("wrong-dtype-view", "repeat", "reference")]
+CASES = os.path.join(os.path.dirname(__file__), "fault_cases")
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("fault, case, oracle", EXPOSED)
+def test_catalogue_fault_is_caught_on_its_case(faulty_host, fault, case, oracle):
+    with faulty_host(fault) as h:
+        v = evaluate(load_case_file(os.path.join(CASES, case + ".yaml")), h).verdict
+    assert v.status == "divergence" and v.oracle == oracle, v.one_line()
+
+
+@pytest.mark.engine
+def test_fault_cases_pass_without_a_fault(host):
+    for name in sorted({case for _, case, _ in EXPOSED}):
+        v = evaluate(load_case_file(os.path.join(CASES, name + ".yaml")), host).verdict
+        assert v.status == "pass", (name, v.one_line())
