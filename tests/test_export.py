@@ -237,14 +237,14 @@ def test_script_verdict_equals_executor_judge(data):
 # ---------------------------------------------------------------- the inliner
 
 def test_inliner_refuses_what_it_cannot_make_standalone():
-    tpl = "import hashlib\nfrom dataclasses import dataclass, field\n# >>> hybridfuzz-inline\nfrom hybridfuzz.oracles.health import check_health\n# <<< hybridfuzz-inline\n" \
+    tpl = "# >>> hybridfuzz-inline\nfrom hybridfuzz.oracles.compare import compare_requests\n# <<< hybridfuzz-inline\n" \
           "# >>> hybridfuzz-data\n# <<< hybridfuzz-data\n"
-    with pytest.raises(InlineError, match="needs 'math': import it at the top of the template"):
+    with pytest.raises(InlineError, match="needs 'dataclass': import it at the top of the template"):
         inline_template(tpl, "")
-    ok = inline_template("import math\n" + tpl, "X = 1")
-    assert "def check_health(" in ok and "X = 1" in ok and "hybridfuzz-inline" not in ok
-    with pytest.raises(InlineError, match="template defines 'Verdict'"):
-        inline_template("import math\nVerdict = 1\n" + tpl, "")
+    ok = inline_template("from dataclasses import dataclass\n" + tpl, "X = 1")
+    assert "def compare_requests(" in ok and "class Mismatch:" in ok and "X = 1" in ok and "hybridfuzz-inline" not in ok
+    with pytest.raises(InlineError, match="template defines 'Mismatch'"):
+        inline_template("from dataclasses import dataclass\nMismatch = 1\n" + tpl, "")
     with pytest.raises(InlineError, match="expected one inline block"):
         inline_template("x = 1\n", "")
 
