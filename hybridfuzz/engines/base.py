@@ -24,7 +24,8 @@ REJECTION_TYPES = ("ValueError", "NotImplementedError", "ValidationError", "VLLM
                    "ModuleNotFoundError", "TypeError")
 # Wording of a refusal "in so many words", wherever it is raised.
 REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implemented|compatible)|unsupported|"
-                     r"does not support|is not valid|invalid|incompatible|only supported|cannot be used|requires? ",
+                     r"does not support|is not valid|invalid|incompatible|only supported|cannot be used|requires? |"
+                     r"(EngineArgs|LLM)\.__init__\(\) got an unexpected keyword argument",  # an argument this release lacks
                      re.IGNORECASE)
 # Our harness asked more of the device than it had: neither a refusal nor a finding (retried, counted).
 RESOURCE = re.compile(r"out of memory|no available memory|insufficient memory|not enough (free )?memory|"
