@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from types import ModuleType
 
 from hybridfuzz.cli import errors
@@ -82,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     from hybridfuzz import _guard
 
     _guard.install()  # torchvision guard for this process and the engines it starts (never on import)
+    interrupted = []  # Ctrl-C seen: whatever it broke on the way out (an import half done), the answer is 130
+
+    def on_sigint(signum, frame):
+        interrupted.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint) if threading.current_thread() is threading.main_thread() else None
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -91,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as e:  # noqa: BLE001  (every failure ends as one line and a documented code)
         if isinstance(e, SystemExit):
             raise
-        known = errors.describe(e)
+        known = (errors.INTERRUPTED, "interrupted") if interrupted else errors.describe(e)
         if known is None:
             if errors.debug():
                 raise
@@ -100,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         if line:
             print(f"hybridfuzz: {line}", file=sys.stderr, flush=True)
         return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":
