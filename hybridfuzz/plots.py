@@ -123,7 +123,7 @@ def plot_time_to_find(events: list[CaseEvent], tmax: float, width: int = 760) ->
     """One row per signature: a bar from 0 to when it was first found."""
     rows = first_seen(events)
     if not rows:
-        return '<p class="empty">No findings in this campaign.</p>'
+        return '<p class="empty">No findings in this run.</p>'
     ml, mr, mt, row = 300, 90, 10, 26
     w = width - ml - mr
     height = mt + row * len(rows) + 48
@@ -181,12 +181,14 @@ def plot_coverage(events: list[CaseEvent], cell: int = 46, max_rows: int = 16) -
     nmax = max(cases.values())
     cols = [(d, p) for d in dtypes for p in pcs]
     ml, mt = 90, 62
-    width = ml + cell * len(cols) + 20
+    width = max(ml + cell * len(cols) + 20, 640)  # the footnote needs 640 px
     height = mt + cell * len(layers) + 30
     out = [f'<svg class="plot" role="img" aria-label="coverage: KV dtype x layer pattern x prefix caching" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
     for j, d in enumerate(dtypes):
         x0 = ml + j * len(pcs) * cell
-        out.append(f'<text x="{x0 + len(pcs) * cell / 2}" y="16" text-anchor="middle" class="coltop">{_e(d)}</text>')
+        fits = max(3, int(len(pcs) * cell / 7.5))  # characters of a 12 px label that fit over its columns
+        label = d if len(d) <= fits else d[: fits - 1] + "…"
+        out.append(f'<text x="{x0 + len(pcs) * cell / 2}" y="16" text-anchor="middle" class="coltop"><title>{_e(d)}</title>{_e(label)}</text>')
         out.append(f'<line x1="{x0 + 3}" x2="{x0 + len(pcs) * cell - 3}" y1="22" y2="22" class="axis"/>')
     for j, (d, p) in enumerate(cols):
         out.append(f'<text x="{ml + j * cell + cell / 2}" y="{mt - 10}" text-anchor="middle" class="tick">{_pc(p)}</text>')

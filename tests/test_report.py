@@ -73,7 +73,7 @@ def test_report_html(campaign):
         assert sig in html
     # coverage: every KV dtype of a generated case is a column
     for dtype in {e.kv_cache_dtype for e in c.events if e.phase == "generate"}:
-        assert f'class="coltop">{dtype}</text>' in html
+        assert f'class="coltop"><title>{dtype}</title>' in html
     # the red corner marks appear exactly where generated cases diverged
     assert html.count('class="corner"') == len({(e.layers, e.kv_cache_dtype, e.prefix_caching) for e in c.events
                                                  if e.phase == "generate" and e.status == "divergence"})
@@ -94,7 +94,7 @@ def test_empty_and_broken_campaigns(tmp_path):
     d = tmp_path / "empty"
     d.mkdir()
     html = report.render(report.load_run(str(d)))
-    assert "summary.json" in html and "No findings in this campaign." in html and "No generated cases." in html
+    assert "summary.json" in html and "No findings in this run." in html and "No generated cases." in html
     (d / "summary.json").write_text(json.dumps({"cases": 1, "findings": 0, "time_to_first_finding_s": None}))
     (d / "events.jsonl").write_text('{"t": 1, "phase": "generate", "status": "pass", "signature": "", "kv_cache_dtype": "auto", '
                                     '"layers": "LF", "prefix_caching": null, "steps": "generate", "seconds": 1}\nnot json\n')
