@@ -85,3 +85,21 @@ def test_family_rules_give_one_line_naming_the_field(model, field, words):
 def test_v1_cases_load_unchanged():
     case = load_case("model: {layers: [linear_attention, full_attention]}\nsteps: [reset_prefix_cache]")
     assert case.model.architecture == "qwen3_next" and case.model.conv_kernel == 4
+
+
+def test_strategies_draw_only_the_platforms_families_with_valid_patterns():
+    from hypothesis import HealthCheck, given, settings
+
+    from hybridfuzz.strategies.model import model_specs
+
+    offered = ("qwen3_next", "nemotron_h", "jamba")
+    drawn = set()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(model_specs(8, offered))
+    def run(spec):
+        drawn.add(spec.architecture)
+        assert spec.architecture in offered and check_spec(spec) is None
+
+    run()
+    assert drawn == set(offered)
