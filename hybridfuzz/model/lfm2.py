@@ -1,11 +1,11 @@
-"""LFM2: gated short convolutions (a conv state, no SSM) and attention layers in any order.
+"""LFM2: gated short convolutions (a conv state, no SSM) and attention layers in any order; tied head.
 
 ``conv`` layers keep a (hidden, conv_kernel - 1) conv state per sequence; attention has
 per-head q/k layernorms and an ``out_proj``.
 """
 from __future__ import annotations
 
-from hybridfuzz.model.spec import (ATTENTION_GAIN, NORMAL, ONES, Family, ModelSpec, attention_plan,
+from hybridfuzz.model.spec import (ATTENTION_GAIN, HEAD_GAIN, MIXER_GAIN, NORMAL, ONES, Family, ModelSpec, attention_plan,
                                    mlp_plan)
 
 KINDS = ("conv", "full_attention")
@@ -23,7 +23,7 @@ def config(spec: ModelSpec) -> dict:
         "block_ff_dim": spec.intermediate_size, "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0,
         "block_auto_adjust_ff_dim": False, "norm_eps": 1e-5, "rope_theta": 10000.0,
         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}, "max_position_embeddings": 4096,
-        "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+        "tie_word_embeddings": True, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
         "dtype": spec.dtype, "torch_dtype": spec.dtype,
     }
 
@@ -31,8 +31,9 @@ def config(spec: ModelSpec) -> dict:
 def plan(spec: ModelSpec) -> dict:
     h, v, i = spec.hidden_size, spec.vocab_size, spec.intermediate_size
     head_dim = h // spec.num_attention_heads
-    out = {"model.embed_tokens.weight": ((v, h), ("normal", 0.0)), "model.embedding_norm.weight": ((h,), ONES),
-           "lm_head.weight": ((v, h), ("normal", 4.0))}
+    # vLLM's Lfm2ForCausalLM always ties the output head to the embedding: the embedding carries the
+    # head gain (an unscaled N(0, 1) head gave 20-60 nat top-1 gaps and one token repeated).
+    out = {"model.embed_tokens.weight": ((v, h), ("normal", HEAD_GAIN)), "model.embedding_norm.weight": ((h,), ONES)}
     for n, kind in enumerate(spec.layers):
         p = f"model.layers.{n}."
         out[p + "operator_norm.weight"] = ((h,), ONES)
@@ -41,10 +42,7 @@ def plan(spec: ModelSpec) -> dict:
         if kind == "conv":
             out[p + "conv.conv.weight"] = ((h, 1, spec.conv_kernel), NORMAL)
             out[p + "conv.in_proj.weight"] = ((3 * h, h), NORMAL)
-            # The gated conv multiplies three projections (B * conv(C * x)): at the mixer gain of the
-            # other families its branch saturates the logits (top-1 gaps of 5 to 20 nats, one token
-            # repeated); gain 1 gives margins like theirs (measured, docs/drafts/families.md).
-            out[p + "conv.out_proj.weight"] = ((h, h), NORMAL)
+            out[p + "conv.out_proj.weight"] = ((h, h), ("normal", MIXER_GAIN))
         else:
             a = p + "self_attn."
             out.update(attention_plan(a, h, spec.num_attention_heads, spec.num_key_value_heads, head_dim, out="out_proj"))
