@@ -33,7 +33,7 @@ def _split(text: str | None) -> tuple[str, ...]:
 
 
 def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends: str | None = None,
-           eager_only: bool = False) -> Platform:
+           eager_only: bool = False, families: str | None = None) -> Platform:
     """Operators hunting one kind of bug narrow the space: fewer dtypes or backends, no graph capture.
 
     Raises ValueError naming the option when a value is not offered by this platform.
@@ -41,7 +41,8 @@ def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends:
     changes: dict = {}
     for option, text, offered, attr in (("--kv-dtypes", kv_dtypes, platform.kv_cache_dtypes, "kv_cache_dtypes"),
                                         ("--attention-backends", attention_backends, platform.attention_backends,
-                                         "attention_backends")):
+                                         "attention_backends"),
+                                        ("--families", families, platform.families, "families")):
         wanted = _split(text)
         if not wanted:
             continue

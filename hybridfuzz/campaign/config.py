@@ -40,12 +40,13 @@ class Narrowing:
     kv_dtypes: str | None = None  # comma-separated
     attention_backends: str | None = None  # comma-separated
     eager_only: bool = False
+    families: str | None = None  # comma-separated model families (hybridfuzz.model.FAMILIES)
 
     def apply(self, platform):
         """The narrowed platform; ValueError naming the option for a value this platform does not offer."""
         from hybridfuzz.strategies.platform import narrow
 
-        return narrow(platform, self.kv_dtypes, self.attention_backends, self.eager_only)
+        return narrow(platform, self.kv_dtypes, self.attention_backends, self.eager_only, self.families)
 
     def argv(self) -> list[str]:
         out: list[str] = []
@@ -55,6 +56,8 @@ class Narrowing:
             out += ["--attention-backends", self.attention_backends]
         if self.eager_only:
             out.append("--eager-only")
+        if self.families:
+            out += ["--families", self.families]
         return out
 
 

@@ -89,6 +89,7 @@ def add_narrowing(p) -> None:
     p.add_argument("--kv-dtypes", help="only these KV dtypes (comma-separated; 'auto' stays the reference), e.g. fp8,fp8_e5m2")
     p.add_argument("--attention-backends", help="only these attention backends (comma-separated), e.g. TRITON_ATTN")
     p.add_argument("--eager-only", action="store_true", help="never capture CUDA graphs (much faster cases on GPU)")
+    p.add_argument("--families", help="only these model families (comma-separated), e.g. qwen3_next")
 
 
 def add_engine_use(p) -> None:
@@ -107,7 +108,7 @@ def engine_use_of(args):
 
 def narrowing_of(args) -> Narrowing:
     return Narrowing(kv_dtypes=getattr(args, "kv_dtypes", None), attention_backends=getattr(args, "attention_backends", None),
-                     eager_only=bool(getattr(args, "eager_only", False)))
+                     eager_only=bool(getattr(args, "eager_only", False)), families=getattr(args, "families", None))
 
 
 def narrow_platform(platform, args):
