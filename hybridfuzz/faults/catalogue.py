@@ -202,13 +202,16 @@ class PageAlias(Fault):
     def attention(self, impl, layer, kv_cache, attn_metadata, quantized: bool) -> None:
         import torch
 
-        from hybridfuzz.faults.hooks import live_gdn_states
+        from hybridfuzz.faults.hooks import _debug, live_gdn_states
 
         if attn_metadata.slot_mapping.numel() == 0:
             return
         block = int(attn_metadata.slot_mapping[0]) // kv_cache.shape[2]  # CPU layout [blocks, heads, block_size, 2*head]
         src = kv_cache[block].contiguous().view(torch.uint8).reshape(-1)
-        for ssm, slot in live_gdn_states():
+        states = live_gdn_states()
+        _debug(f"page-alias: attention block {block} ({src.numel()} bytes, max {float(kv_cache[block].float().abs().max()):.3g}) "
+               f"over {[(slot, ssm[slot].is_contiguous()) for ssm, slot in states]}")
+        for ssm, slot in states:
             dst = ssm[slot]
             if dst.is_contiguous():
                 raw = dst.view(torch.uint8).view(-1)
