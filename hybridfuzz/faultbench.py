@@ -76,7 +76,8 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
     cmd = [*_python(), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
            "--findings", os.path.join(run_dir, "found"), "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
     t0 = time.time()
-    subprocess.run(cmd, env=_env(None if fault == CLEAN else fault), stdout=subprocess.DEVNULL, stderr=open(os.path.join(out_root, f"{fault}.log"), "w"))
+    with open(os.path.join(out_root, f"{fault.replace(':', '@')}.log"), "w") as log:
+        subprocess.run(cmd, env=_env(None if fault == CLEAN else fault), stdout=subprocess.DEVNULL, stderr=log)
     row = FaultRow(fault=fault, budget_s=budget_s, seed=seed, run_dir=run_dir, elapsed_s=round(time.time() - t0, 1))
     try:
         with open(os.path.join(run_dir, "summary.json")) as f:
