@@ -129,8 +129,8 @@ def test_record_writes_observed_and_expect_that_load_back(tmp_path):
     assert "cannot" in matrix and "DIVERGE" in matrix and "0.26.0" in matrix
 
 
-def _bisect(case, versions, env):
-    return subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bisect", str(case), "--versions", versions, "--json"],
+def _bisect(case, versions, env, *extra):
+    return subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bisect", str(case), "--versions", versions, "--json", *extra],
                           capture_output=True, text=True, timeout=3000, env=env)
 
 
@@ -154,7 +154,7 @@ def test_bisect_two_real_releases_then_from_the_cache(tmp_path):
     marker = venvs.venv_root() / "0.31.0" / venvs.READY
     before = marker.stat().st_mtime_ns
 
-    again = _bisect(case, "0.31.0", env)
+    again = _bisect(case, "0.31.0", env, "--fresh")  # --fresh: replay it, not read the verdict just recorded
     assert again.returncode in (0, 1), again.stderr[-3000:]
     p = json.loads(again.stdout)["probes"][0]
     assert p["cached"] is True and p["install_s"] == 0 and p["outcome"] == probes["0.31.0"]["outcome"]
