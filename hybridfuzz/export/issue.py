@@ -193,6 +193,11 @@ def issue_markdown(case: Case, case_name: str = "case.yaml", env_text: str | Non
     status += [f"- vLLM {o.vllm} ({o.device}): observed {o.verdict}" + (f" ({o.signature})" if o.signature else "") for o in case.observed]
     if status:
         lines += ["**Status per vLLM version**", "", *status, ""]
+    from hybridfuzz.bisection import regression_text
+
+    since = regression_text(case, case_name)  # "Regressed in X, still in Y" with the bisect command, when known
+    if since:
+        lines += [since, ""]
     lines += ["<details>", f"<summary>The hybridfuzz case ({os.path.basename(case_name)})</summary>", "", "```yaml", dump_case(case).rstrip(),
               "```", "", "</details>", ""]
     lines += ["### Before submitting a new issue...", "",
