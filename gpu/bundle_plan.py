@@ -100,6 +100,11 @@ def _uv() -> str:
         sys.exit("bundle_plan.py: needs uv (python3 -m pip install uv)")
 
 
+def absent_on_host(spec: str) -> list[str]:
+    """Names the spec marks ``-name``: the resolver puts them in the host's closure, the host lacks them."""
+    return [norm(ln[1:].strip()) for ln in spec.splitlines() if ln.startswith("-") and ln[1:].strip()]
+
+
 def compile_pins(requirements: str, prefer: dict[str, str] | None = None) -> dict[str, str]:
     """uv's resolution of requirements for the host's Python and platform, preferring the given pins."""
     with tempfile.TemporaryDirectory() as d:
@@ -124,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--explain", action="store_true", help="every package of the closure and why it rides or stays (stderr)")
     args = ap.parse_args(argv)
     with open(args.host_spec) as f:
-        host = compile_pins(f.read())
+        spec = f.read()
+    host = compile_pins("".join(ln + "\n" for ln in spec.splitlines() if not ln.startswith("-")))
+    for name in absent_on_host(spec):  # in the resolved closure, yet seen missing on the real host
+        host.pop(name, None)
     closure = compile_pins(f"vllm=={args.version}\n", prefer=host)
     for d in decide(host, closure):
         if args.explain:

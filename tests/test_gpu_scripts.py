@@ -200,3 +200,16 @@ def test_make_bundle_refuses_bad_arguments_in_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().splitlines() == ["make-bundle.sh: PART_MB must be a whole number of MiB, got '6x'"]
     r = subprocess.run(["bash", sh], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]" in r.stderr
+
+
+def test_host_spec_names_what_the_real_host_lacks():
+    """vLLM 0.33.0's first start on the H200 failed without pydantic, which the resolved host closure claimed."""
+    plan = _bundle_plan()
+    with open(os.path.join(ROOT, "gpu", "host-spec.txt")) as f:
+        absent = plan.absent_on_host(f.read())
+    assert "pydantic" in absent and "pydantic-core" in absent
+    host = {"pydantic": "2.14.4", "torch": "2.11.0"}
+    for name in absent:
+        host.pop(name, None)
+    decisions = {d.name: d.ride for d in plan.decide(host, {"pydantic": "2.14.4", "torch": "2.11.0"})}
+    assert decisions["pydantic"] and not decisions["torch"]
