@@ -13,6 +13,15 @@ from hybridfuzz.campaign.records import CaseEvent, FindingState, iter_events
 from hybridfuzz.campaign.state import FindingStore
 
 
+def _json_or_empty(path: str) -> dict:
+    """A worker's JSON file, or {} while it is not written yet (or cut by kill -9)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
     """Cases, busy time and sessions of one worker (a session restarts t at 0)."""
     busy, sessions, last_t, phase, shrink_cases = 0.0, 0, None, None, 0
@@ -31,18 +40,8 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             starts = sum(1 for _ in f)
     except OSError:
         pass
-    state = {}
-    try:
-        with open(os.path.join(wdir, "state.json"), encoding="utf-8") as f:
-            state = json.load(f)
-    except (OSError, ValueError):
-        pass
-    summary = {}
-    try:
-        with open(os.path.join(wdir, "summary.json"), encoding="utf-8") as f:
-            summary = json.load(f)
-    except (OSError, ValueError):
-        pass
+    state = _json_or_empty(os.path.join(wdir, "state.json"))
+    summary = _json_or_empty(os.path.join(wdir, "summary.json"))
     return {"cases": len(events), "steps": sum(len(e.steps) for e in events), "shrink_cases": shrink_cases,
             "engine_starts": summary.get("engine_starts", 0), "engine_busy_s": summary.get("engine_busy_s", 0.0),
             "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}), "busy_s": round(busy, 1), "starts": starts,
