@@ -18,7 +18,7 @@ schema: hybridfuzz/v1
 model:
   layers: [full_attention, full_attention, full_attention]
 engine:
-  kv_cache_dtype: fp8
+  kv_cache_dtype: float16
   mamba_cache_mode: align
   max_num_seqs: 4
 steps:
@@ -194,11 +194,11 @@ def test_bad_budget_is_exit_2_with_one_line(tmp_path):
 
 @pytest.mark.engine
 def test_evaluate_batch_judges_each_case_with_its_own_reference(host):
-    failing = load_case("model: {layers: [full_attention]}\nengine: {kv_cache_dtype: fp8, mamba_cache_mode: align}\n"
+    failing = load_case("model: {layers: [full_attention]}\nengine: {kv_cache_dtype: float16, mamba_cache_mode: align}\n"
                         "steps:\n- generate: {prompts: [[5]], max_tokens: 1}\noracle: {checks: [health, self_consistency, reference]}\n")
     passing = load_case(PASSING)
     verdicts, runs = evaluate_batch([failing, passing], host, 300)
-    assert runs == 3  # the fp8 case also runs its kv auto reference
+    assert runs == 3  # the float16 case also runs its kv auto reference
     assert verdicts[0].status == "divergence" and verdicts[0].signature.startswith("health:error:AssertionError"), verdicts[0].summary
     assert verdicts[1].status == "pass", verdicts[1].summary
 
