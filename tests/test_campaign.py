@@ -224,7 +224,9 @@ def fault_campaign(tmp_path_factory, redis_url):
     log = open(d / "campaign.log", "w")
     t0 = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.cli", "campaign", "--dir", str(d), "--budget", f"{budget}s",
-                             "--workers", "2", "--engines", "1", "--redis", redis_url, "--status-every", "15", "--timeout", "120"],
+                             "--workers", "2", "--engines", "1", "--redis", redis_url, "--status-every", "15", "--timeout", "120",
+                             # the fault needs a KV dtype other than the model's; float16 runs on any x86 CPU (fp8 needs AVX-512)
+                             "--kv-dtypes", "float16", "--families", "qwen3_next"],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     killed = None
     try:
