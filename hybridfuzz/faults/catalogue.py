@@ -7,6 +7,9 @@ attention forward (``attention``), after ``wake_up`` (``wake``) and on
 ``reset_prefix_cache`` (``reset``). Severity (``name:0.25``) is the fraction of a slot's
 state touched, or the probability per event, as each docstring says. Faults keep their
 memory per layer object, so a fork-server child starts from nothing.
+
+Over 400 lines on purpose: twelve small fault classes, each with the upstream report it models,
+kept in one registry file so the catalogue reads as one table.
 """
 from __future__ import annotations
 
