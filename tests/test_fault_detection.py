@@ -50,7 +50,9 @@ def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
                         "--max-layers", "4", "--max-steps", "4",
                         # the fault needs a KV dtype other than the model's; float16 runs on any x86 CPU (fp8 needs
                         # AVX-512), and the undeclared dtypes the CPU engine accepts are real bugs of their own (corpus/found)
-                        "--kv-dtypes", "float16"], env=env, capture_output=True, text=True, timeout=1200)
+                        "--kv-dtypes", "float16",
+                        # one family: LFM2 has a real batch-order divergence of its own (untriaged) that would take the budget
+                        "--families", "qwen3_next"], env=env, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 1, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     wake = [f for f in summary["finding_list"] if "zero_" in f["summary"]]
