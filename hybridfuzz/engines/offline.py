@@ -93,6 +93,10 @@ def _request_result(req) -> RequestResult:
                          num_cached_tokens=getattr(req, "num_cached_tokens", None))
 
 
+class StillAsleep(RuntimeError):
+    """LLM.wake_up answered that the engine is not fully awake although every memory tag was woken."""
+
+
 def _run_step(llm, step) -> list[RequestResult]:
     if isinstance(step, Generate):
         from vllm import SamplingParams
@@ -108,7 +112,12 @@ def _run_step(llm, step) -> list[RequestResult]:
             llm.sleep(level=step.level)
         return []
     if isinstance(step, WakeUp):
-        llm.wake_up(tags=list(step.tags) if step.tags is not None else None)
+        fully_awake = llm.wake_up(tags=list(step.tags) if step.tags is not None else None)
+        every_memory_tag = step.tags is None or {"weights", "kv_cache"} <= set(step.tags)
+        if fully_awake is False and every_memory_tag:
+            # vLLM says "still asleep" after a wake-up of every memory tag: its next generate would hang
+            # until the timeout. Say so at this step instead (a finding either way; seconds, not minutes).
+            raise StillAsleep(f"wake_up(tags={step.tags}) returned False: the engine is still asleep after waking every memory tag")
         return []
     if isinstance(step, ResetPrefixCache):
         llm.reset_prefix_cache()
