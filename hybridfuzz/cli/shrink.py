@@ -60,8 +60,8 @@ def run(args) -> int:
             target = args.signature or first.verdict.signature
             say(f"{args.case}: {first.verdict.one_line()}")
             if first.verdict.signature != target or not target:
-                say(f"hybridfuzz: shrink: the case does not fail here with {target or 'a divergence'} "
-                    f"(this run: {first.verdict.status} {first.verdict.signature}); nothing to shrink")
+                print(f"hybridfuzz: shrink: the case does not fail here with {target or 'a divergence'} "
+                      f"(this run: {first.verdict.status} {first.verdict.signature}); nothing to shrink", file=sys.stderr, flush=True)
                 if args.json:
                     print(json.dumps({"case": args.case, "written": None, "status": first.verdict.status,
                                       "signature": first.verdict.signature, "target": target}, indent=2))
