@@ -141,7 +141,8 @@ def test_bisect_two_real_releases_then_from_the_cache(tmp_path):
     case = tmp_path / "mamba-align.yaml"
     shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)
     env = {**os.environ, "PYTHONPATH": ROOT}
-    r = _bisect(case, "0.31.0,0.32.0", env)
+    # --fresh: the copied case already has this machine's 0.32.0 verdict, which a plain bisect would reuse
+    r = _bisect(case, "0.31.0,0.32.0", env, "--fresh")
     assert r.returncode in (0, 1), r.stderr[-3000:]
     res = json.loads(r.stdout)
     probes = {p["version"]: p for p in res["probes"]}

@@ -46,6 +46,7 @@ def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
 
     env = {**os.environ, "HYBRIDFUZZ_FAULT": "wake-zero"}
     out = tmp_path / "run"
+    (tmp_path / "none").mkdir()  # --known must name a directory: an empty one, so nothing counts as known
     r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "fuzz", "--budget", "6m", "--seed", "1", "--out", str(out), "--findings", str(tmp_path / "found"), "--known", str(tmp_path / "none"),
                         "--max-layers", "4", "--max-steps", "4",
                         # the fault needs a KV dtype other than the model's; float16 runs on any x86 CPU (fp8 needs
