@@ -26,11 +26,15 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number; got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1; got {value}")
     return value
@@ -38,10 +42,7 @@ def positive_int(text: str) -> int:
 
 def count(text: str) -> int:
     """A whole number, 0 allowed (0 = choose for me)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number; got {text!r}") from None
+    value = _whole_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative; got {value}")
     return value
