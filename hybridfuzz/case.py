@@ -44,6 +44,10 @@ class EngineConfig:
     enable_prefix_caching: bool | None = None
     block_size: int | None = None
     enforce_eager: bool = True
+    # With enforce_eager false: true = vLLM's default graph path (torch.compile, piecewise CUDA graphs;
+    # a new model compiles for about a minute); false = no torch.compile, full CUDA graphs of decode
+    # batches only (seconds to capture). Ignored when eager.
+    torch_compile: bool = True
     max_num_seqs: int = 8
     mamba_cache_mode: str | None = None
     enable_sleep_mode: bool = False

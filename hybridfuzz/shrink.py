@@ -83,6 +83,8 @@ def _default_fields(case: Case) -> Iterator[tuple[str, Case]]:
     default_engine = EngineConfig()
     for f in dataclasses.fields(EngineConfig):
         value = getattr(case.engine, f.name)
+        if f.name == "torch_compile" and not case.engine.enforce_eager:
+            continue  # vLLM's default here is the compiled graph path: a minute slower, never simpler
         if f.name in ("extra", "env"):
             for key in value:
                 smaller = {k: v for k, v in value.items() if k != key}

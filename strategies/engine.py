@@ -21,6 +21,9 @@ def engine_configs(draw, platform: Platform) -> EngineConfig:
         runner = draw(st.sampled_from(platform.model_runners))
         if runner:
             env["VLLM_USE_V2_MODEL_RUNNER"] = runner
+    eager = draw(st.sampled_from([True, False])) if platform.has_graphs else True
+    # Graphs without torch.compile first (seconds per case); compiled graphs only when the operator asks.
+    compiled = draw(st.sampled_from([False, True])) if not eager and platform.compiled_graphs else False
     backends = platform.attention_backends
     if len(backends) > 1:
         backend = draw(_none_first(backends))
@@ -31,7 +34,8 @@ def engine_configs(draw, platform: Platform) -> EngineConfig:
         attention_backend=backend,
         enable_prefix_caching=draw(st.sampled_from([None, True, False])),
         block_size=draw(_none_first(platform.block_sizes)),
-        enforce_eager=draw(st.sampled_from([True, False])) if platform.has_graphs else True,
+        enforce_eager=eager,
+        torch_compile=compiled,
         max_num_seqs=draw(st.sampled_from([8, 1, 2, 4, 16])),
         mamba_cache_mode=draw(st.sampled_from([None, "align", "none"])),
         enable_sleep_mode=draw(st.booleans()) if platform.has_sleep_mode else False,

@@ -18,6 +18,9 @@ class Platform:
     kv_cache_dtypes: tuple[str, ...]
     attention_backends: tuple[str, ...] = ()
     has_graphs: bool = False
+    # Graph cases with torch.compile too (vLLM's default graph path; about a minute of compile per new
+    # model). Off by default: graph cases then capture full decode graphs without compile, in seconds.
+    compiled_graphs: bool = False
     has_sleep_mode: bool = False
     model_runners: tuple[str, ...] = ()  # values of VLLM_USE_V2_MODEL_RUNNER to try ("" = default)
     block_sizes: tuple[int, ...] = (128, 256)
@@ -33,8 +36,9 @@ def _split(text: str | None) -> tuple[str, ...]:
 
 
 def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends: str | None = None,
-           eager_only: bool = False, families: str | None = None) -> Platform:
-    """Operators hunting one kind of bug narrow the space: fewer dtypes or backends, no graph capture.
+           eager_only: bool = False, families: str | None = None, torch_compile: bool = False) -> Platform:
+    """Operators hunting one kind of bug narrow the space: fewer dtypes or backends, no graph capture;
+    or widen it: ``torch_compile`` adds graph cases through torch.compile.
 
     Raises ValueError naming the option when a value is not offered by this platform.
     """
@@ -52,6 +56,8 @@ def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends:
         changes[attr] = wanted
     if eager_only:
         changes["has_graphs"] = False
+    elif torch_compile and platform.has_graphs:
+        changes["compiled_graphs"] = True
     return replace(platform, **changes) if changes else platform
 
 

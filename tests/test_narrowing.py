@@ -89,11 +89,45 @@ def test_the_unnarrowed_cuda_platform_reaches_every_knob():
     assert find(engine_configs(CUDA), lambda e: e.kv_cache_dtype == "int8_per_token_head", settings=fast)
 
 
+def test_graph_cases_skip_torch_compile_unless_asked():
+    """Default graph cases capture full decode graphs without compile (seconds); --torch-compile adds
+    vLLM's compiled path, and --eager-only wins over it."""
+    fast = settings(max_examples=2000, database=None, deadline=None)
+
+    @FEW
+    @given(engine_configs(CUDA))
+    def default_space(engine):
+        assert engine.torch_compile is False
+
+    default_space()
+    widened = narrow(CUDA, torch_compile=True)
+    assert widened.compiled_graphs and not CUDA.compiled_graphs
+    assert find(engine_configs(widened), lambda e: not e.enforce_eager and e.torch_compile, settings=fast)
+    assert find(engine_configs(widened), lambda e: not e.enforce_eager and not e.torch_compile, settings=fast)
+    assert narrow(CUDA, eager_only=True, torch_compile=True).compiled_graphs is False
+
+
+def test_engine_arguments_of_a_graph_case():
+    from hybridfuzz.engines.offline import GRAPH_CAPTURE_SIZES, engine_kwargs
+
+    def compilation(**fields):
+        return engine_kwargs(EngineConfig(**fields), "/m", "cuda").get("compilation_config")
+
+    assert compilation(enforce_eager=True) is None
+    assert compilation(enforce_eager=False) == {"cudagraph_capture_sizes": GRAPH_CAPTURE_SIZES}  # vLLM's compiled path
+    assert compilation(enforce_eager=False, torch_compile=False) == {
+        "mode": 0, "cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": GRAPH_CAPTURE_SIZES}
+    own = {"mode": 3}
+    assert compilation(enforce_eager=False, torch_compile=False, extra={"compilation_config": own}) == own
+    assert "compilation_config" not in engine_kwargs(EngineConfig(enforce_eager=False), "/m", "cpu")
+
+
 # ---------------------------------------------------------------- campaign -> worker
 
 @pytest.mark.parametrize("narrowing", [
     Narrowing(kv_dtypes="fp8", eager_only=True),
     Narrowing(attention_backends="TRITON_ATTN,FLASH_ATTN"),
+    Narrowing(torch_compile=True),
     Narrowing(),
 ])
 def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing):
@@ -112,6 +146,7 @@ def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing):
     else:
         assert "--kv-dtypes" not in cmd
     assert ("--eager-only" in cmd) == narrowing.eager_only
+    assert ("--torch-compile" in cmd) == narrowing.torch_compile
     args = build_parser().parse_args(cmd[3:])
     assert args.module.NAME == "campaign-worker" and args.dir == str(tmp_path) and args.index == 0
     assert settings_of(args) == campaign.settings  # what the worker reads is what the supervisor meant
@@ -134,3 +169,15 @@ def test_cli_refuses_a_value_not_offered_here(tmp_path, argv, option):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hybridfuzz:")]
     assert len(lines) == 1 and lines[0].startswith(f"hybridfuzz: {option}:"), r.stderr
     assert os.listdir(tmp_path) == []
+
+
+@FEW
+@given(st.data())
+def test_a_session_is_always_full(data):
+    """Persistent mode: every session fills its engine (short sessions wasted engine starts, issue #12)."""
+    from hybridfuzz.strategies import sessions
+
+    n = data.draw(st.integers(1, 6))
+    session = data.draw(sessions(narrow(CUDA, families=None), max_layers=2, max_steps=3, max_cases=n))
+    assert len(session) == n
+    assert all(c.model == session[0].model and c.engine == session[0].engine for c in session)

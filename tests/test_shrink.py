@@ -123,6 +123,16 @@ def test_defaults_that_would_break_the_schema_are_not_offered():
             "engine.block_size: default", "step 0: max_tokens 1"} <= whys
 
 
+def test_a_graph_case_is_never_shrunk_onto_the_compiled_path():
+    """torch_compile's default (true) costs a minute of compile per model on a GPU: not a simplification."""
+    rich = load_case(RICH)
+    graphs = rich.replace(engine=dataclasses.replace(rich.engine, enforce_eager=False, torch_compile=False))
+    whys = {why for why, _ in variants(graphs)}
+    assert "engine.enforce_eager: default" in whys and "engine.torch_compile: default" not in whys
+    eager = rich.replace(engine=dataclasses.replace(rich.engine, enforce_eager=True, torch_compile=False))
+    assert "engine.torch_compile: default" in {why for why, _ in variants(eager)}  # ignored when eager: a cleanup
+
+
 def test_first_variant_drops_a_sleep_wake_up_pair():
     case = load_case(BLOATED)
     why, first = next(iter(variants(case)))

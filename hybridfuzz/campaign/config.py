@@ -41,12 +41,13 @@ class Narrowing:
     attention_backends: str | None = None  # comma-separated
     eager_only: bool = False
     families: str | None = None  # comma-separated model families (hybridfuzz.model.FAMILIES)
+    torch_compile: bool = False  # widens: graph cases through torch.compile too
 
     def apply(self, platform):
         """The narrowed platform; ValueError naming the option for a value this platform does not offer."""
         from hybridfuzz.strategies.platform import narrow
 
-        return narrow(platform, self.kv_dtypes, self.attention_backends, self.eager_only, self.families)
+        return narrow(platform, self.kv_dtypes, self.attention_backends, self.eager_only, self.families, self.torch_compile)
 
     def argv(self) -> list[str]:
         out: list[str] = []
@@ -58,6 +59,8 @@ class Narrowing:
             out.append("--eager-only")
         if self.families:
             out += ["--families", self.families]
+        if self.torch_compile:
+            out.append("--torch-compile")
         return out
 
 

@@ -24,6 +24,16 @@ DEFAULT_KV_CACHE_BYTES = 64 * 1024 * 1024
 GRAPH_CAPTURE_SIZES = [1, 2, 4, 8, 16]
 
 
+def graph_config(torch_compile: bool) -> dict[str, Any]:
+    """vLLM's compilation_config for a CUDA-graph case. Without torch.compile, vLLM can still
+    capture full graphs of decode batches (FULL_DECODE_ONLY; piecewise graphs need the compiler's
+    split): the graph replay path of the attention and GDN/Mamba kernels runs, and a new tiny model
+    costs seconds of capture instead of a minute of compile (NOTES.md "CUDA graphs without compile")."""
+    if torch_compile:
+        return {"cudagraph_capture_sizes": list(GRAPH_CAPTURE_SIZES)}
+    return {"mode": 0, "cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": list(GRAPH_CAPTURE_SIZES)}
+
+
 def engine_kwargs(engine: EngineConfig, model_dir: str, device: str) -> dict[str, Any]:
     kw: dict[str, Any] = dict(
         model=model_dir,
@@ -44,7 +54,7 @@ def engine_kwargs(engine: EngineConfig, model_dir: str, device: str) -> dict[str
         # FlashInfer's GDN prefill needs CUTLASS DSL kernels that offline bundles lack (shared/gpu/README.md).
         kw["additional_config"] = {"gdn_prefill_backend": "triton"}
         if not engine.enforce_eager and "compilation_config" not in engine.extra:
-            kw["compilation_config"] = {"cudagraph_capture_sizes": list(GRAPH_CAPTURE_SIZES)}
+            kw["compilation_config"] = graph_config(engine.torch_compile)
     for name in ("attention_backend", "enable_prefix_caching", "block_size", "mamba_cache_mode"):
         value = getattr(engine, name)
         if value is not None:
