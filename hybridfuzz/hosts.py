@@ -19,5 +19,5 @@ def make_host(name: HostName = "forkserver", workers: int = 1, timeout: float = 
     if name == "server":
         from hybridfuzz.engines.server import ServerHost
 
-        return ServerHost(timeout=timeout)
+        return ServerHost(timeout=timeout, workers=workers)
     raise ValueError(f"unknown host {name!r} (known: {', '.join(HOSTS)})")

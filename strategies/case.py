@@ -27,7 +27,8 @@ def cases(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, hos
 
 
 @st.composite
-def sessions(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, max_cases: int = 1) -> list[Case]:
+def sessions(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, max_cases: int = 1,
+             host: sleepwake.Host = sleepwake.OFFLINE) -> list[Case]:
     """Persistent mode: 1..max_cases cases that share model and engine, for one warm engine.
 
     The first case is an ordinary ``cases()`` draw; the others draw only new step scripts.
@@ -35,9 +36,9 @@ def sessions(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, 
     lists free to be short most sessions held one case. Findings are not shrunk through this list:
     a warm divergence is confirmed on a fresh engine as one case, and that case is what is shrunk.
     """
-    first = draw(cases(platform, max_layers, max_steps))
+    first = draw(cases(platform, max_layers, max_steps, host))
     if max_cases <= 1:
         return [first]
-    scripts = draw(st.lists(step_scripts(max_steps, first.model.vocab_size, platform.has_sleep_mode),
+    scripts = draw(st.lists(step_scripts(max_steps, first.model.vocab_size, platform.has_sleep_mode, host),
                             min_size=max_cases - 1, max_size=max_cases - 1))
     return [first] + [first.replace(steps=steps) for steps in scripts]

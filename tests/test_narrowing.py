@@ -181,3 +181,24 @@ def test_a_session_is_always_full(data):
     session = data.draw(sessions(narrow(CUDA, families=None), max_layers=2, max_steps=3, max_cases=n))
     assert len(session) == n
     assert all(c.model == session[0].model and c.engine == session[0].engine for c in session)
+
+
+def test_a_server_session_draws_requests_in_flight_in_every_case():
+    """The fuzz loop draws sessions with its host's protocol (host.protocol): a server's cases can leave
+    requests in flight, in the first case and the later ones alike; an offline host's never."""
+    from hybridfuzz import sleepwake
+    from hybridfuzz.case import Submit
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.strategies import sessions
+
+    fast = settings(max_examples=3000, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    assert make_host("server").protocol == sleepwake.SERVER and make_host("forkserver").protocol == sleepwake.OFFLINE
+    server = sessions(CUDA, max_layers=2, max_steps=6, max_cases=2, host=sleepwake.SERVER)
+    assert find(server, lambda s: all(any(isinstance(x, Submit) for x in c.steps) for c in s), settings=fast)
+
+    @FEW
+    @given(sessions(CUDA, max_layers=2, max_steps=6, max_cases=2))
+    def offline(session):
+        assert not any(isinstance(x, Submit) for c in session for x in c.steps)
+
+    offline()

@@ -251,7 +251,11 @@ class FuzzLoop:
     def _one_run(self, run_seed: int) -> None:
         from hybridfuzz.strategies import sessions
 
-        strategy = sessions(self.platform, self.cfg.max_layers, self.cfg.max_steps, self.cfg.cases_per_engine)
+        from hybridfuzz import sleepwake
+
+        # the steps this host can take (a server host: requests in flight, sleep mode "wait")
+        protocol = getattr(self.host, "protocol", sleepwake.OFFLINE)
+        strategy = sessions(self.platform, self.cfg.max_layers, self.cfg.max_steps, self.cfg.cases_per_engine, protocol)
         if self.cfg.known_fn:
             self.known |= self.cfg.known_fn()
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from hybridfuzz.trace import ErrorInfo, Trace
+
+if TYPE_CHECKING:
+    from hybridfuzz import sleepwake
 
 Outcome = Literal["ok", "rejected", "error", "crash", "timeout"]
 Phase = Literal["config", "startup", "step"]
@@ -101,6 +104,7 @@ class Host(Protocol):
     """Where cases run. A host never raises for what an engine does: that is in the Trace."""
 
     name: str
+    protocol: sleepwake.Host  # which sleep/wake steps this host can take (hybridfuzz/sleepwake.py)
 
     def run(self, case, timeout: float | None = None) -> Trace: ...
 

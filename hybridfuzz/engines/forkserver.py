@@ -33,6 +33,7 @@ import tempfile
 import time
 from multiprocessing.connection import Connection
 
+from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, dump_case
 from hybridfuzz.engines.base import BASE_ENV
 from hybridfuzz.trace import ErrorInfo, Trace
@@ -60,6 +61,7 @@ class ForkServer:
     """Client side. ``run(case)`` and ``run_many(cases)`` return Traces."""
 
     name = "forkserver"
+    protocol = sleepwake.OFFLINE
 
     def __init__(self, workers: int = 1, timeout: float = 300.0, warm: bool = True):
         self.workers = max(1, workers)

@@ -257,10 +257,12 @@ class ServerHost(SequentialHost):
     """
 
     name = "server"
+    protocol = sleepwake.SERVER
 
     def __init__(self, timeout: float = 300.0, keep_logs: bool = False,
-                 before_step: Callable[[int, Any, Server], None] | None = None):
+                 before_step: Callable[[int, Any, Server], None] | None = None, workers: int = 1):
         self.timeout = timeout
+        self.workers = workers  # servers at once (each on its own port); run_many uses them
         self.keep_logs = keep_logs
         self.before_step = before_step
         self._device: str | None = None
@@ -287,6 +289,22 @@ class ServerHost(SequentialHost):
             except Exception as e:
                 self._env_info = {"error": f"{type(e).__name__}: {e}"}
         return dict(self._env_info, api="openai-server")
+
+    def run_many(self, cases: list[Case], timeout: float | None = None) -> list[Trace]:
+        """Each case on its own server, up to ``workers`` servers at once."""
+        if self.workers <= 1 or len(cases) <= 1:
+            return [self.run(c, timeout) for c in cases]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(self.workers, len(cases))) as pool:
+            return list(pool.map(lambda c: self.run(c, timeout), cases))
+
+    def run_sessions(self, sessions: list[list[Case]], timeout: float | None = None) -> list[list[Trace]]:
+        """No persistent mode (a case's server ends with it): every case on a fresh server, all at once."""
+        flat = self.run_many([c for s in sessions for c in s], timeout)
+        out, i = [], 0
+        for s in sessions:
+            out.append(flat[i:i + len(s)])
+            i += len(s)
+        return out
 
     def run(self, case: Case, timeout: float | None = None) -> Trace:
         timeout = float(timeout or self.timeout)

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, dump_case
 from hybridfuzz.engines.base import BASE_ENV
 from hybridfuzz.engines.isolation import SequentialHost, collect
@@ -20,6 +21,7 @@ from hybridfuzz.trace import Trace
 
 class SubprocessHost(SequentialHost):
     name = "subprocess"
+    protocol = sleepwake.OFFLINE
 
     def __init__(self, timeout: float = 300.0):
         self.timeout = timeout
