@@ -203,6 +203,24 @@ def test_statistics_survive_a_cut_line_and_restarts(tmp_path):
     assert agg["cases"] == 4 and agg["cases_per_min"] == 4.0 and agg["restarts"] == 1
 
 
+def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
+    """Families, graph modes, median session and case seconds per graph mode, and the rate after the first
+    case (a GPU host's cold JIT excluded); events written before these fields existed count as '?'."""
+    w = tmp_path / "workers" / "0"
+    w.mkdir(parents=True)
+    lines = [{"t": 150.0, "wall": 1150.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0},
+             {"t": 151.0, "wall": 1151.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0},
+             {"t": 160.0, "wall": 1160.0, "family": "qwen3_next", "graphs": "eager", "seconds": 1.0, "session_s": 6.0},
+             {"t": 170.0, "wall": 1170.0, "seconds": 2.0}]
+    (w / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    agg = aggregate(str(tmp_path), {"spent_s": 180.0})
+    assert agg["families"] == {"lfm2": 2, "qwen3_next": 1, "?": 1}
+    assert agg["graphs"] == {"graphs": 2, "eager": 1, "?": 1}
+    assert agg["median_session_s"] == {"graphs": 18.0, "eager": 6.0}
+    assert agg["median_case_s"] == {"graphs": 3.0, "eager": 1.0, "?": 2.0}
+    assert agg["cases_per_min"] == round(4 / 3, 2) and agg["cases_per_min_after_first"] == 9.0  # 3 cases in 20 s
+
+
 # ---------------------------------------------------------------- a real campaign
 
 def _events(path):

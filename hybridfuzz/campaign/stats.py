@@ -48,6 +48,27 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "last_phase": phase, "state": state}
 
 
+def space_and_pace(events: list[CaseEvent]) -> dict:
+    """What was drawn (families, graph modes) and what it cost; the rate once the first case ended
+    (a fresh GPU host spends its first minutes in Triton JIT, which no setting avoids)."""
+    from statistics import median
+
+    families: dict[str, int] = defaultdict(int)
+    graphs: dict[str, int] = defaultdict(int)
+    session_s: dict[str, list[float]] = defaultdict(list)
+    for e in events:
+        families[e.family or "?"] += 1
+        graphs[e.graphs or "?"] += 1
+        if e.session_s:
+            session_s[e.graphs or "?"].append(e.session_s)
+    walls = sorted(e.wall for e in events if e.wall)
+    warm = round((len(walls) - 1) / ((walls[-1] - walls[0]) / 60), 1) if len(walls) > 2 and walls[-1] > walls[0] else None
+    return {"families": dict(sorted(families.items(), key=lambda kv: -kv[1])), "graphs": dict(graphs),
+            "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
+            "median_case_s": {k: round(median(e.seconds for e in events if (e.graphs or "?") == k), 1) for k in graphs},
+            "cases_per_min_after_first": warm}
+
+
 def findings_list(store: FindingStore) -> list[dict]:
     return [{"signature": r.signature, "path": r.path, "host": r.host, "summary": r.summary, "state": r.state.value, "size": r.size}
             for r in sorted(store.all().values(), key=lambda r: r.signature)]
@@ -65,8 +86,10 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
     meta = meta if meta is not None else load_meta(campaign_dir)
     store = store or FindingStore(campaign_dir)
     by_worker: dict[str, list[CaseEvent]] = defaultdict(list)
+    every: list[CaseEvent] = []
     for e in iter_events(campaign_dir):
         by_worker[e.worker].append(e)
+        every.append(e)
     wroot = os.path.join(campaign_dir, "workers")
     names = set(by_worker) | {n for n in (os.listdir(wroot) if os.path.isdir(wroot) else ()) if os.path.isdir(os.path.join(wroot, n))}
     names.discard("")
@@ -102,5 +125,6 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "database": meta.get("database"), "engine": meta.get("engine"), "seed": meta.get("seed"),
         "fault_injected": os.environ.get("HYBRIDFUZZ_FAULT", ""),
         "restarts": sum(max(0, w["starts"] - 1) for w in workers.values()),
+        **space_and_pace(every),
         "finding_list": fl, "seen": found, "per_worker": workers,
     }
