@@ -110,7 +110,8 @@ class FuzzLoop:
             from hybridfuzz.campaign.background import BackgroundShrinker
             from hybridfuzz.hosts import make_host
 
-            self.shrinker = BackgroundShrinker(lambda: make_host("forkserver", workers=2 * config.shrink_parallel, timeout=config.timeout_s),
+            kind = getattr(host, "name", "forkserver")  # shrink where it was found (a server's steps need a server)
+            self.shrinker = BackgroundShrinker(lambda: make_host(kind, workers=2 * config.shrink_parallel, timeout=config.timeout_s),
                                                config.shrink_parallel, config.shrink_budget_s, config.timeout_s, self._shrunk)
             self.shrinker.deadline = self._deadline + 60.0
 
