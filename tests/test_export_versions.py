@@ -1,0 +1,64 @@
+"""hybridfuzz export: the issue's "Versions" line says since when and fixed where (bisection.regression_text),
+with the bisect command that showed it. Engine-free (CPU-runnable): the observations are written by hand, as
+`hybridfuzz bisect` writes them into the case file."""
+from __future__ import annotations
+
+import os
+
+from hybridfuzz import export
+from hybridfuzz.case import Observation, load_case_file
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+CASE = os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml")
+
+
+def with_history(history: dict[str, str]):
+    """The mamba-align corpus case with only the given CPU verdicts (version -> pass/divergence/unsupported)."""
+    case = load_case_file(CASE)
+    observed = [Observation(vllm=v, verdict=verdict, device="cpu", isa="x86_64/avx2", date="2026-11-30",
+                            summary=f"{verdict} on {v}") for v, verdict in history.items()]
+    return case.replace(observed=observed, expect=dict(history))
+
+
+def versions_line(body: str) -> str:
+    lines = [ln for ln in body.splitlines() if ln.startswith("**Versions**")]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_issue_says_regressed_in_and_still_in_with_the_bisect_command():
+    case = with_history({"0.15.1": "unsupported", "0.26.0": "pass", "0.27.0": "divergence", "0.32.0": "divergence"})
+    body = export.issue_markdown(case, case_name="mamba-align.yaml", env_text="", env={})
+    line = versions_line(body)
+    assert line == "**Versions**: Regressed in 0.27.0, still in 0.32.0. Last good: 0.26.0. Cannot run it: 0.15.1."
+    assert "`hybridfuzz bisect mamba-align.yaml --versions 0.15.1,0.26.0,0.27.0,0.32.0`" in body
+    # before the status list, after the reproducer
+    assert body.index("**Reproducer**") < body.index("**Versions**") < body.index("**Status per vLLM version**")
+
+
+def test_issue_says_fixed_in_and_present_since():
+    body = export.issue_markdown(with_history({"0.18.0": "divergence", "0.31.0": "divergence", "0.32.0": "pass"}),
+                                 case_name="c.yaml", env_text="", env={})
+    assert versions_line(body) == "**Versions**: Seen in 0.18.0, fixed in 0.32.0."
+    body = export.issue_markdown(with_history({"0.17.1": "unsupported", "0.18.0": "divergence", "0.32.0": "divergence"}),
+                                 case_name="c.yaml", env_text="", env={})
+    assert versions_line(body) == ("**Versions**: Present since 0.18.0 (the oldest release that can run it), still in 0.32.0. "
+                                   "Cannot run it: 0.17.1.")
+
+
+def test_no_versions_line_without_a_divergence():
+    body = export.issue_markdown(with_history({"0.32.0": "unsupported"}), case_name="c.yaml", env_text="", env={})
+    assert "**Versions**" not in body
+
+
+def test_cli_export_writes_the_versions_line(tmp_path):
+    from hybridfuzz import cli
+    from hybridfuzz.case import dump_case
+
+    path = tmp_path / "mamba-align.yaml"
+    path.write_text(dump_case(with_history({"0.26.0": "pass", "0.27.0": "divergence", "0.32.0": "divergence"})))
+    rc = cli.main(["export", str(path), "--out", str(tmp_path / "issue.md"), "--no-collect-env"])
+    assert rc == 0
+    body = (tmp_path / "issue.md").read_text()
+    assert versions_line(body).startswith("**Versions**: Regressed in 0.27.0, still in 0.32.0. Last good: 0.26.0.")
+    assert "hybridfuzz bisect mamba-align.yaml --versions 0.26.0,0.27.0,0.32.0" in body
