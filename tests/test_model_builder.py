@@ -73,6 +73,7 @@ FAMILY_ERRORS = [
     ("{layers: [parallel], architecture: granite}", "model.architecture", "known: qwen3_next"),
     ("{layers: [conv], architecture: lfm2, conv_kernel: 9}", "model.conv_kernel", "lfm2 takes"),
     ("{layers: [mamba], architecture: nemotron_h, ssm_state_size: 7}", "model.ssm_state_size", "16, 32"),
+    ("{layers: [mamba, attention], architecture: zamba2}", "model.layers[1]", "zamba2 layers are mamba or hybrid"),
 ]
 
 
@@ -104,3 +105,48 @@ def test_strategies_draw_only_the_platforms_families_with_valid_patterns():
 
     run()
     assert drawn == set(offered)
+
+
+# ---------------------------------------------------------------- zamba2 (shared attention blocks)
+
+ZAMBA2_PATTERNS = [("mamba",), ("hybrid",), ("mamba", "hybrid"), ("hybrid", "hybrid", "mamba"),
+                   ("hybrid", "mamba", "hybrid", "hybrid"), ("hybrid",) * 5 + ("mamba",) * 3]
+
+
+def test_zamba2_same_spec_same_bytes(tmp_path):
+    spec = ModelSpec(layers=("hybrid", "mamba", "hybrid", "hybrid"), architecture="zamba2", seed=2, conv_kernel=3,
+                     ssm_state_size=32)
+    a, b = build_model(spec, root=tmp_path / "a"), build_model(spec, root=tmp_path / "b")
+    assert _digest(a) == _digest(b)
+    other = ModelSpec(layers=("hybrid", "hybrid", "mamba", "hybrid"), architecture="zamba2", seed=2, conv_kernel=3,
+                      ssm_state_size=32)
+    assert content_hash(other) != content_hash(spec)
+
+
+@pytest.mark.parametrize("layers", ZAMBA2_PATTERNS, ids=lambda ls: ",".join(ls))
+def test_zamba2_config_loads_and_the_plan_is_the_checkpoint_layout(layers, tmp_path):
+    """transformers' Zamba2Config reads the written config.json (hybrid_layer_ids, head sizes), and the tensor
+    plan is exactly the Hugging Face state dict with each shared block written once (under its first layer)."""
+    import json
+
+    import torch
+    import transformers
+
+    from hybridfuzz import _guard
+    from hybridfuzz.model.zamba2 import num_mem_blocks
+
+    _guard.block_here()
+    spec = ModelSpec(layers=layers, architecture="zamba2")
+    assert check_spec(spec) is None
+    (tmp_path / "config.json").write_text(json.dumps(hf_config(spec)))
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path)
+    hybrid = [n for n, k in enumerate(layers) if k == "hybrid"]
+    assert type(cfg).__name__ == "Zamba2Config" and cfg.hybrid_layer_ids == hybrid
+    assert cfg.num_mem_blocks == num_mem_blocks(layers) and cfg.attention_head_dim * cfg.num_attention_heads == 2 * 128
+    assert cfg.mamba_headdim == 64 and cfg.num_key_value_heads == cfg.num_attention_heads
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    owners = hybrid[:cfg.num_mem_blocks]  # the layers whose shared_transformer the checkpoint holds
+    expected = {name: tuple(t.shape) for name, t in model.state_dict().items() if name != "lm_head.weight"
+                and not (".shared_transformer." in name and int(name.split(".")[2]) not in owners)}
+    assert tensor_shapes(spec) == expected
