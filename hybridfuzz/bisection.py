@@ -155,6 +155,18 @@ def kind_of(p: Probe) -> tuple[str, str]:
     return (p.outcome, _HASH.sub("", p.signature) + (f" at {raised.group(1)} in {raised.group(2)}" if raised else ""))
 
 
+def same_bug(a: Probe, b: Probe) -> bool:
+    """kind_of, lenient where one side does not say: a divergence without a signature (an expectation, a hand-written
+    observation) or without the place it raised is taken for the same bug as one that has them."""
+    ka, kb = kind_of(a), kind_of(b)
+    if ka[0] != kb[0]:
+        return False
+    if ka == kb or not a.signature or not b.signature:
+        return True
+    (ca, _, wa), (cb, _, wb) = ka[1].partition(" at "), kb[1].partition(" at ")
+    return ca == cb and (not wa or not wb)
+
+
 def search(versions: list[str], try_one: Callable[[str], Probe], log: Callable[[str], None] = print) -> tuple[dict[str, Probe], tuple[int, int] | None]:
     """Binary search for the newest change of outcome: (probes by version, (lo, hi) indices of the boundary or None).
 
@@ -326,22 +338,46 @@ def matrix_text(cases: dict[str, Case]) -> str:
 
 
 def regression_text(case: Case, case_path: str = "CASE.yaml") -> str:
-    """"Regressed in X, still in Y", with the commands that showed it, from the case's observations (export)."""
+    """"Regressed in X, still in Y", with the commands that showed it, from the case's observations (export). Only
+    divergences of the newest one's class (kind_of) are the bug: a release that fails the case another way is named
+    apart, never taken for the first bad."""
     kinds = {device_kind(o.device) for o in case.observed}
     engine = "cpu" if "cpu" in kinds or not kinds else "gpu"
     row = outcomes(case, engine)
-    bad = [v for v, o in row.items() if o == "divergence"]
-    if not bad:
+    seen: dict[str, Observation] = {o.vllm: o for o in case.observed if device_kind(o.device) == engine}  # newest per version
+    bad_all = [v for v, o in row.items() if o == "divergence"]
+    if not bad_all:
         return ""
-    first, newest = bad[0], bad[-1]
-    before = [v for v, o in row.items() if version_key(v) < version_key(first)]
-    good_before = [v for v in before if row[v] == "pass"]
-    parts = [f"Regressed in {first}" if good_before and good_before[-1] == before[-1] else f"Present since {first} (the oldest release that can run it)" if before else f"Seen in {first}"]
+    newest = bad_all[-1]
+
+    def probe(v: str) -> Probe:
+        o = seen.get(v)
+        return Probe(v, row[v], o.summary if o else "", o.signature if o else "")
+    target = probe(newest)
+    other = [v for v in bad_all if not same_bug(probe(v), target)]
+    versions = list(row)
+    i = versions.index(newest)
+    while i > 0 and row[versions[i - 1]] == "divergence" and same_bug(probe(versions[i - 1]), target):
+        i -= 1
+    first = versions[i]
+    before = versions[:i]
+    prev = before[-1] if before else None
+    if prev is not None and row[prev] == "pass":
+        parts = [f"Regressed in {first}"]
+    elif prev is not None and row[prev] == "divergence":
+        parts = [f"Seen in {first} ({prev} before it fails another way)"]
+    elif before and all(row[v] == "cannot-run" for v in before):
+        parts = [f"Present since {first} (the oldest release that can run it)"]
+    else:
+        parts = [f"Seen in {first}"]
     later_good = [v for v, o in row.items() if o == "pass" and version_key(v) > version_key(newest)]
     parts.append(f"fixed in {later_good[0]}" if later_good else f"still in {newest}")
     text = ", ".join(parts) + "."
+    good_before = [v for v in before if row[v] == "pass"]
     if good_before:
         text += f" Last good: {good_before[-1]}."
+    if other:
+        text += " Fails another way in " + ", ".join(f"{v} ({seen[v].signature})" if v in seen and seen[v].signature else v for v in other) + "."
     cannot = [v for v, o in row.items() if o == "cannot-run"]
     if cannot:
         text += f" Cannot run it: {', '.join(cannot)}."

@@ -3,6 +3,7 @@ with the bisect command that showed it. Engine-free (CPU-runnable): the observat
 `hybridfuzz bisect` writes them into the case file."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from hybridfuzz import export
@@ -62,3 +63,21 @@ def test_cli_export_writes_the_versions_line(tmp_path):
     body = (tmp_path / "issue.md").read_text()
     assert versions_line(body).startswith("**Versions**: Regressed in 0.27.0, still in 0.32.0. Last good: 0.26.0.")
     assert "hybridfuzz bisect mamba-align.yaml --versions 0.26.0,0.27.0,0.32.0" in body
+
+
+def test_a_release_failing_another_way_is_not_the_first_bad():
+    """The mamba-align case as bisected on this box (2026-11-30): 0.23.0 fails at start-up in get_current_vllm_config,
+    0.27.x pass, 0.28.0 on fail in get_mamba_groups. The regression is 0.28.0, not 0.23.0."""
+    case = with_history({"0.8.5.post2": "unsupported", "0.18.0": "pass", "0.23.0": "divergence", "0.27.1": "pass",
+                         "0.28.0": "divergence", "0.32.0": "divergence"})
+    where = {"0.23.0": ("health:error:AssertionError:0ef72f8a", "case error at start-up: AssertionError: Current vLLM config is not set. "
+                        "(at vllm/config/vllm.py:2224 in get_current_vllm_config)"),
+             "0.28.0": ("health:error:AssertionError:d1283cbd", "case error at step 0 (generate): AssertionError: no mamba layers in "
+                        "the model (at vllm/v1/worker/mamba_utils.py:555 in get_mamba_groups)"),
+             "0.32.0": ("health:error:AssertionError:d1283cbd", "case error at step 0 (generate): AssertionError: no mamba layers in "
+                        "the model (at vllm/v1/worker/mamba_utils.py:700 in get_mamba_groups)")}
+    case = case.replace(observed=[dataclasses.replace(o, signature=where[o.vllm][0], summary=where[o.vllm][1]) if o.vllm in where else o
+                                  for o in case.observed])
+    line = versions_line(export.issue_markdown(case, case_name="c.yaml", env_text="", env={}))
+    assert line == ("**Versions**: Regressed in 0.28.0, still in 0.32.0. Last good: 0.27.1. Fails another way in 0.23.0 "
+                    "(health:error:AssertionError:0ef72f8a). Cannot run it: 0.8.5.post2.")
