@@ -46,6 +46,9 @@ def test_refusal_reasons_mask_numbers_and_group_resources():
     b = refusal_reason(ErrorInfo("ValueError", "block_size (256) must be <= 32"))
     assert a == b == "ValueError: block_size (N) must be <= N"
     assert refusal_reason(ErrorInfo("RuntimeError", "CUDA out of memory. Tried 2 GiB")).startswith("resource: ")
+    # pydantic's first line names no field (13 such refusals on vLLM 0.33.0 said only this, 2026-11-30)
+    pyd = ErrorInfo("ValidationError", "1 validation error for VllmConfig\ncompilation_config.mode\n  Input should be 0, 1, 2 or 3")
+    assert refusal_reason(pyd) == "ValidationError: N validation error for VllmConfig: compilation_config.mode: Input should be N, N, N or N"
 
 
 # ---------------------------------------------------------------- capacity (pure)

@@ -86,7 +86,11 @@ def refusal_reason(info: ErrorInfo | None) -> str:
         return "unknown"
     if RESOURCE.search(info.message):
         return "resource: " + _NUMBERS.sub("N", RESOURCE.search(info.message).group(0).lower())
-    first = info.message.strip().splitlines()[0] if info.message.strip() else ""
+    lines = [line.strip() for line in info.message.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if "validation error" in first and len(lines) > 1:
+        # pydantic: "1 validation error for VllmConfig" says nothing; the next lines name the field and why
+        first = f"{first}: {lines[1]}: {lines[2] if len(lines) > 2 else ''}"
     return f"{info.type}: {_NUMBERS.sub('N', first)[:140]}"
 
 
