@@ -28,11 +28,11 @@ gpu1() {
   taskset -c 16-31 bash gpu/hf.sh /tmp/p33 /tmp/sha33 /tmp/site33 -- campaign --engine gpu --dir "$res/c33" --budget 20m > "$res/c33.log" 2>&1
   echo "c33 rc $?" >> "$res/chain.log"
 }
+# `run.sh gpu0` / `run.sh gpu1` start one chain (GPU 0's starts while GPU 1's bundle is still being copied).
 nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv > "$res/gpus.csv" 2>&1
-# install both sites first (each `platform` call installs its bundle and snapshots this checkout)
-bash gpu/hf.sh /tmp/p33 /tmp/sha33 /tmp/site33 -- platform > "$res/platform33.txt" 2>&1 &
-bash gpu/hf.sh /tmp/p26 /tmp/sha26 /tmp/site26 -- platform > "$res/platform26.txt" 2>&1
-wait
-echo "installed $(date -u +%T)" >> "$res/chain.log"
-gpu1 & gpu0 & wait
-echo "all done $(date -u +%T)" >> "$res/chain.log"
+case "${1:-}" in
+  gpu0) bash gpu/hf.sh /tmp/p26 /tmp/sha26 /tmp/site26 -- platform > "$res/platform26.txt" 2>&1; gpu0 ;;
+  gpu1) bash gpu/hf.sh /tmp/p33 /tmp/sha33 /tmp/site33 -- platform > "$res/platform33.txt" 2>&1; gpu1 ;;
+  *) echo "usage: run.sh gpu0|gpu1" >&2; exit 2 ;;
+esac
+echo "${1} done $(date -u +%T)" >> "$res/chain.log"
