@@ -208,7 +208,8 @@ def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
     case (a GPU host's cold JIT excluded); events written before these fields existed count as '?'."""
     w = tmp_path / "workers" / "0"
     w.mkdir(parents=True)
-    lines = [{"t": 150.0, "wall": 1150.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0},
+    lines = [{"t": 150.0, "wall": 1150.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0,
+              "startup_s": 12.0, "steps_s": 0.5},
              {"t": 151.0, "wall": 1151.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0},
              {"t": 160.0, "wall": 1160.0, "family": "qwen3_next", "graphs": "eager", "seconds": 1.0, "session_s": 6.0},
              {"t": 170.0, "wall": 1170.0, "seconds": 2.0}]
@@ -219,6 +220,7 @@ def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
     assert agg["median_session_s"] == {"graphs": 18.0, "eager": 6.0}
     assert agg["median_case_s"] == {"graphs": 3.0, "eager": 1.0, "?": 2.0}
     assert agg["cases_per_min"] == round(4 / 3, 2) and agg["cases_per_min_after_first"] == 9.0  # 3 cases in 20 s
+    assert agg["median_startup_s"] == 12.0 and agg["steps_s_total"] == 0.5  # warm cases (0) do not count as starts
 
 
 # ---------------------------------------------------------------- a real campaign

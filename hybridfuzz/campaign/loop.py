@@ -116,9 +116,10 @@ class FuzzLoop:
             self.shrinker.deadline = self._deadline + 60.0
 
     # -- one example
-    def _event(self, case: Case, verdict, seconds: float, phase: EventPhase, session_s: float = 0.0) -> None:
+    def _event(self, case: Case, verdict, seconds: float, phase: EventPhase, session_s: float = 0.0,
+               timings: dict | None = None) -> None:
         t = time.time() - self.stats.started
-        self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase, session_s).to_json() + "\n")
+        self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase, session_s, timings).to_json() + "\n")
         self._events.flush()
 
     def _write(self, case: Case, result) -> None:
@@ -146,7 +147,7 @@ class FuzzLoop:
         for case, result in zip(session, results):
             self._count(case, result)
             signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
-            self._event(case, result.verdict, wall / len(session), phase, wall)
+            self._event(case, result.verdict, wall / len(session), phase, wall, result.trace.timings)
         self.progress(self.stats, phase)
         for i, (case, result) in enumerate(zip(session, results)):
             v = result.verdict

@@ -52,18 +52,21 @@ class CaseEvent:
     family: str = ""  # model.architecture ("" in files written before it existed)
     graphs: Literal["eager", "graphs", "compiled", ""] = ""  # CUDA graphs: none, without torch.compile, compiled
     session_s: float = 0.0  # wall time of the whole session (persistent mode) this case ran in
+    startup_s: float = 0.0  # this case's engine start-up (0: it ran on a warm engine)
+    steps_s: float = 0.0  # its steps on the engine (where a session's time goes: start-up, steps, or waiting)
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
     def of(cls, case: Case, status: Status, signature: str, t: float, seconds: float, phase: Phase,
-           session_s: float = 0.0) -> CaseEvent:
+           session_s: float = 0.0, timings: dict | None = None) -> CaseEvent:
         e = case.engine
         return cls(t=round(t, 3), phase=phase, status=status, signature=signature, kv_cache_dtype=e.kv_cache_dtype,
                    layers="".join("L" if k == "linear_attention" else "F" for k in case.model.layers),
                    prefix_caching=e.enable_prefix_caching, steps=tuple(STEP_NAMES[type(s)] for s in case.steps),
                    seconds=round(seconds, 3), wall=round(time.time(), 3), family=case.model.architecture,
                    graphs="eager" if e.enforce_eager else ("compiled" if e.torch_compile else "graphs"),
-                   session_s=round(session_s, 3))
+                   session_s=round(session_s, 3), startup_s=round((timings or {}).get("startup_s", 0.0), 3),
+                   steps_s=round((timings or {}).get("steps_s", 0.0), 3))
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
@@ -81,7 +84,8 @@ class CaseEvent:
                    layers=str(d.get("layers", "")), prefix_caching=d.get("prefix_caching"),
                    steps=tuple(_CLASS_TO_STEP.get(s, s) for s in steps), seconds=float(d.get("seconds", 0.0)),
                    wall=d.get("wall"), family=str(d.get("family", "")), graphs=d.get("graphs", ""),
-                   session_s=float(d.get("session_s", 0.0)), worker=worker)
+                   session_s=float(d.get("session_s", 0.0)), startup_s=float(d.get("startup_s", 0.0)),
+                   steps_s=float(d.get("steps_s", 0.0)), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:

@@ -61,12 +61,14 @@ def space_and_pace(events: list[CaseEvent]) -> dict:
         graphs[e.graphs or "?"] += 1
         if e.session_s:
             session_s[e.graphs or "?"].append(e.session_s)
+    starts = [e.startup_s for e in events if e.startup_s]
     walls = sorted(e.wall for e in events if e.wall)
     warm = round((len(walls) - 1) / ((walls[-1] - walls[0]) / 60), 1) if len(walls) > 2 and walls[-1] > walls[0] else None
     return {"families": dict(sorted(families.items(), key=lambda kv: -kv[1])), "graphs": dict(graphs),
             "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
             "median_case_s": {k: round(median(e.seconds for e in events if (e.graphs or "?") == k), 1) for k in graphs},
-            "cases_per_min_after_first": warm}
+            "cases_per_min_after_first": warm, "median_startup_s": round(median(starts), 1) if starts else None,
+            "steps_s_total": round(sum(e.steps_s for e in events), 1)}
 
 
 def findings_list(store: FindingStore) -> list[dict]:

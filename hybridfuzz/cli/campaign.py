@@ -117,7 +117,8 @@ def run(args) -> int:
         f"worker restarts {s['restarts']}")
     say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "
         f"{s['engine_busy_fraction']}; refused cases by reason: {s['refusals'] or 'none'}")
-    say(f"drawn: families {s['families']}, graphs {s['graphs']}; median session s {s['median_session_s']}, median case s {s['median_case_s']}")
+    say(f"drawn: families {s['families']}, graphs {s['graphs']}; median session s {s['median_session_s']}, median case s {s['median_case_s']}, "
+        f"median engine start-up {s['median_startup_s']}s, seconds in steps {s['steps_s_total']}")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     say(f"summary: {os.path.join(args.dir, 'summary.json')}")
