@@ -83,16 +83,17 @@ def submit_steps(draw, pool: list[list[int]]) -> Submit:
 
 @st.composite
 def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: bool = False,
-                 host: sleepwake.Host = sleepwake.OFFLINE) -> list:
+                 host: sleepwake.Host = sleepwake.OFFLINE, min_actions: int = 1) -> list:
     """A step script that follows the sleep/wake protocol (hybridfuzz/sleepwake.py): sleeps at every level
     and mode, partial and repeated wake-ups in any tag order, wakes while awake, sleeps while asleep,
     resets and reloads while partly asleep, reload_weights after a level-2 wake of the weights. A generate
     while the scheduler is paused becomes a submit on a host that has it and is skipped elsewhere (a blocking
     generate cannot return then). A script that ends asleep gets a final full wake-up, so an engine that
     runs several cases (persistent mode) starts each awake. ``has_sleep`` is kept for callers: on CPU the
-    protocol runs too (its sleep/wake are no-ops in the worker; the scheduler and the tags are real)."""
+    protocol runs too (its sleep/wake are no-ops in the worker; the scheduler and the tags are real).
+    ``min_actions``: draw at least this many actions (those that do not fit the state are still skipped)."""
     pool = draw(prompt_pools(vocab_size))
-    actions = draw(st.lists(st.sampled_from(ACTIONS), min_size=1, max_size=max_steps))
+    actions = draw(st.lists(st.sampled_from(ACTIONS), min_size=min(min_actions, max_steps), max_size=max_steps))
     steps: list = []
     state = sleepwake.State()
     for action in actions:

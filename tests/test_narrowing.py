@@ -202,3 +202,24 @@ def test_a_server_session_draws_requests_in_flight_in_every_case():
         assert not any(isinstance(x, Submit) for c in session for x in c.steps)
 
     offline()
+
+
+def test_later_session_cases_carry_more_steps():
+    """A warm engine's cases draw at least half the step budget (79 % one-step cases on a GPU campaign
+    before this); the first case keeps the simplest-first draw, so a session still starts small."""
+    from hypothesis import seed as hseed
+
+    from hybridfuzz.strategies import sessions
+
+    firsts, laters = [], []
+
+    @hseed(7)
+    @settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(sessions(CUDA, max_layers=2, max_steps=6, max_cases=4))
+    def sample(session):
+        firsts.append(len(session[0].steps))
+        laters.extend(len(c.steps) for c in session[1:])
+
+    sample()
+    assert sum(n == 1 for n in laters) / len(laters) < 0.25
+    assert sum(laters) / len(laters) > sum(firsts) / len(firsts)
