@@ -265,10 +265,22 @@ def test_issue_markdown_shape():
                                  script_output="REPRODUCED: x", script_rc=1)
     title = body.splitlines()[0]
     assert title.startswith("# [Bug]: ") and "VLLMValidationError" in title and "max_logprobs=2" in title
+    assert "Qwen3NextForCausalLM (" in title  # vLLM's model class, not a hard-coded family name
     for section in ("### Your current environment", "### 🐛 Describe the bug", "**Expected**", "**Observed**", "ENV-TEXT",
                     "```python", "```yaml", "vLLM 0.32.0: expected pass", "health:error:VLLMValidationError:88da12df",
                     "exit code 1: reproduces it", "### Before submitting a new issue"):
         assert section in body, section
+
+
+def test_issue_names_the_family_and_where_it_was_seen():
+    """A falcon_h1 finding seen on an H200 and exported on a CPU machine: its title names FalconH1, and the
+    environment says where it was observed before the export machine's own facts."""
+    case = load_case_file(os.path.join(ROOT, "corpus", "gpu", "wake-up-all-after-partial-stays-asleep-vllm-0.33.0.yaml"))
+    body = export.issue_markdown(case, case_name="x.yaml", env_text="", env={"vLLM": "0.32.0", "GPU": "none"})
+    assert body.startswith("# [Bug]: FalconH1ForCausalLM (HHH) with ") and "Qwen3" not in body.splitlines()[0]
+    env = body.split("### Your current environment", 1)[1].split("<details>", 1)[0]
+    assert "- Observed on: vLLM 0.33.0 (NVIDIA H200" in env and "  - vLLM: 0.32.0" in env
+    assert "`FalconH1ForCausalLM` model (layers: parallel, parallel, parallel" in body
 
 
 def test_component_issue_names_the_method_and_the_property():

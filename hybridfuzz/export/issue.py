@@ -49,8 +49,25 @@ def describe_config(case: Case) -> str:
     return ", ".join(parts)
 
 
+# One letter per layer kind in a title's pattern (hybridfuzz/model: each family's layer_kinds); "mamba"
+# and "mlp" would share a first letter, hence the table. An unknown kind falls back to its first letter.
+KIND_LETTERS = {"linear_attention": "L", "full_attention": "F", "attention": "A", "mamba": "M", "mlp": "P",
+                "moe": "E", "parallel": "H", "conv": "C", "hybrid": "S"}
+
+
 def layer_pattern(layers) -> str:
-    return "".join("L" if k == model_mod.LINEAR else "F" for k in layers)
+    return "".join(KIND_LETTERS.get(k, k[:1].upper()) for k in layers)
+
+
+def model_class(case: Case) -> str:
+    """vLLM's model class of the case's family (config.json "architectures")."""
+    family = model_mod.FAMILIES.get(case.model.architecture)
+    return family.architecture if family is not None else case.model.architecture
+
+
+def model_phrase(case: Case) -> str:
+    """The model as a triager reads it: vLLM's model class and the layer pattern."""
+    return f"{model_class(case)} ({layer_pattern(case.model.layers)})"
 
 
 def _component_module(case: Case):
@@ -70,7 +87,7 @@ def issue_title(case: Case) -> str:
         mod = _component_module(case)
         what = getattr(mod, "METHOD", None) or f"component property {case.component.get('property')}"
         return f"[Bug]: {what}: " + (_short(obs.summary.removeprefix(what).lstrip(": ")) if obs else "property fails")
-    where = f"Qwen3-Next (GDN {layer_pattern(case.model.layers)}) with {describe_config(case)}"
+    where = f"{model_phrase(case)} with {describe_config(case)}"
     if obs is None:
         return f"[Bug]: {where}: {'/'.join(case.oracle.checks)} check fails"
     return f"[Bug]: {where}: {_short(obs.summary)}"
@@ -142,7 +159,7 @@ def _describe_bug(case: Case) -> list[str]:
                  f"`{case.component.get('property')}`.", ""] + ([doc, ""] if doc else [])
                 + ["The input it failed on:", "", "```yaml", layout, "```", ""])
     steps = ", ".join(type(s).__name__ if not isinstance(s, Generate) else "generate" for s in case.steps)
-    return [f"A tiny randomly initialised Qwen3-Next model (layers: {', '.join(case.model.layers)}; hidden size "
+    return [f"A tiny randomly initialised `{model_class(case)}` model (layers: {', '.join(case.model.layers)}; hidden size "
             f"{case.model.hidden_size}, {case.model.dtype}) on `vllm.LLM` with {describe_config(case)} "
             f"(enforce_eager={case.engine.enforce_eager}, max_num_seqs={case.engine.max_num_seqs}), steps: {steps}.", ""]
 
@@ -171,7 +188,12 @@ def issue_markdown(case: Case, case_name: str = "case.yaml", env_text: str | Non
     env = env if env is not None else environment_summary()
     obs = latest_divergence(case)
     lines = [f"# {title}", "", "### Your current environment", ""]
-    lines += [f"- {k}: {v}" for k, v in env.items()]
+    if obs is not None:  # the machine that saw it first: export often runs elsewhere (a GPU finding exported on a laptop)
+        seen = ", ".join(x for x in (obs.device, obs.isa, f"torch {obs.torch}" if obs.torch else "", obs.date) if x)
+        lines += [f"- Observed on: vLLM {obs.vllm} ({seen})", "- This report was written on (collect_env below is from here):"]
+        lines += [f"  - {k}: {v}" for k, v in env.items()]
+    else:
+        lines += [f"- {k}: {v}" for k, v in env.items()]
     lines += ["", "<details>", "<summary>The output of <code>python -m vllm.collect_env</code></summary>", "", "```text",
               (env_text if env_text is not None else "(not collected: run `python -m vllm.collect_env`)"), "```", "", "</details>", ""]
     lines += ["### 🐛 Describe the bug", ""] + _describe_bug(case)
