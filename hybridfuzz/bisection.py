@@ -223,8 +223,12 @@ def conclude(case_path: str, versions: list[str], probes: dict[str, Probe], boun
                               + (f"; last good {res.last_good}" if res.last_good else "; all releases tried that can run it are bad"))
     elif lo.outcome == "divergence":
         res.first_bad = min((p.version for p in tried if kind_of(p) == kind_of(lo)), key=version_key)
-        res.last_good = lo.version
-        res.conclusion = f"fixed in {hi.version} ({hi.outcome}), last bad {lo.version}"
+        passed = [v for v in good if version_key(v) < version_key(res.first_bad)]
+        res.last_good = max(passed, key=version_key) if passed else None  # never the last bad one
+        if hi.outcome == "pass":
+            res.conclusion = f"fixed in {hi.version}, last bad {lo.version}"
+        else:  # a release that cannot run it (or errs) fixes nothing
+            res.conclusion = f"{hi.version} on: {hi.outcome} (not a fix); last seen diverging in {lo.version} ({said(lo)})"
     else:
         res.first_bad = min(bad, key=version_key) if bad else None
         res.last_good = max(good, key=version_key) if good else None

@@ -297,3 +297,21 @@ def test_preload_only_for_a_release_whose_cpu_worker_demands_it(tmp_path):
     env = venvs.Env("0.18.0", "/bin/true", environ={"LD_PRELOAD": "/x/libtcmalloc.so"})
     probe = bisection.replay(env, str(tmp_path / "c.yaml"), timeout=30, lock=None)
     assert probe.command.startswith("LD_PRELOAD=/x/libtcmalloc.so ") and probe.outcome == "error"
+
+
+def test_a_release_that_cannot_run_it_is_no_fix():
+    """The int8 NaN case on this AVX2 box (2026-11-30): 0.20.2-0.23.0 fail at start-up, 0.24.0 on refuse the dtype.
+    That is not 'fixed in 0.24.0', and a diverging release is never the last good one."""
+    def try_one(v):
+        i = VERSIONS.index(v)
+        if i < VERSIONS.index("0.20.0"):
+            return bisection.Probe(v, "cannot-run")
+        if i < VERSIONS.index("0.24.0"):
+            return bisection.Probe(v, "divergence", "case error at start-up: RuntimeError: x", "health:error:RuntimeError:fcca585d")
+        return bisection.Probe(v, "cannot-run", "FP8 KV cache on CPU requires x86 with AVX-512 or AMX.")
+    probes, boundary = bisection.search(VERSIONS[VERSIONS.index("0.20.0"):], try_one, log=lambda s: None)
+    res = bisection.conclude("c.yaml", VERSIONS[VERSIONS.index("0.20.0"):], probes, boundary)
+    assert res.conclusion.startswith("0.24.0 on: cannot-run (not a fix); last seen diverging in 0.23.0"), res.conclusion
+    assert res.last_good is None and res.first_bad == "0.20.0"
+    res, _ = run_search(history("0.10.0", "0.10.0", fixed_in="0.29.0"))
+    assert res.conclusion.startswith("fixed in 0.29.0, last bad 0.28.0") and res.last_good is None
