@@ -214,7 +214,9 @@ def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
              {"t": 160.0, "wall": 1160.0, "family": "qwen3_next", "graphs": "eager", "seconds": 1.0, "session_s": 6.0},
              {"t": 170.0, "wall": 1170.0, "seconds": 2.0}]
     (w / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    (w / "summary.json").write_text(json.dumps({"sessions_s": 90.0, "confirm_s": 18.0}))
     agg = aggregate(str(tmp_path), {"spent_s": 180.0})
+    assert agg["worker_in_sessions_fraction"] == 0.5 and agg["worker_confirming_fraction"] == 0.1
     assert agg["families"] == {"lfm2": 2, "qwen3_next": 1, "?": 1}
     assert agg["graphs"] == {"graphs": 2, "eager": 1, "?": 1}
     assert agg["median_session_s"] == {"graphs": 18.0, "eager": 6.0}

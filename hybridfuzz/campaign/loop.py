@@ -60,6 +60,8 @@ class Stats:
     engine_busy_s: float = 0.0  # engine seconds: start-up and steps, cases and references
     references_reused: int = 0
     warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
+    sessions_s: float = 0.0  # wall time spent waiting on evaluate_sessions
+    confirm_s: float = 0.0  # wall time spent confirming warm divergences on fresh engines
     refusals: Counter = field(default_factory=Counter)  # refusal reason -> count
 
 
@@ -142,6 +144,7 @@ class FuzzLoop:
         results = evaluate_sessions([session], self.host, self.cfg.timeout_s)[0]
         self.stats.references_reused += self._reference_hits() - reused
         wall = time.time() - t0
+        self.stats.sessions_s += wall
         ran = [(c, r) for c, r in zip(session, results) if NOT_RUN not in r.trace.engine_settings]
         session, results = [c for c, _ in ran], [r for _, r in ran]
         for case, result in zip(session, results):
@@ -184,6 +187,13 @@ class FuzzLoop:
 
     def _confirm(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
         """A divergence on a warm engine, on a fresh one: the case alone, else the engine's whole history."""
+        t0 = time.time()
+        try:
+            return self._confirm_on_fresh(session, results, i)
+        finally:
+            self.stats.confirm_s += time.time() - t0
+
+    def _confirm_on_fresh(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
         for candidate in (session[i], history_case(session, [r.trace for r in results], i)):
             again = evaluate(candidate, self.host, self.cfg.timeout_s)
             self._count(candidate, again)
@@ -358,4 +368,5 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "steps_per_min": round(s.steps / minutes, 1), "engine_starts_per_min": round(s.engine_starts / minutes, 1),
             "engine_busy_fraction": round(min(1.0, s.engine_busy_s / max(elapsed_s * max(engine_slots, 1), 1e-9)), 3),
             "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
-            "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values())}
+            "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
+            "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}

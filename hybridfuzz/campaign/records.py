@@ -157,6 +157,10 @@ class RunSummary:
     engine_busy_s: float = 0.0
     references_reused: int = 0
     warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
+    # Where the loop's wall time went: waiting on sessions (engines), confirming warm divergences on fresh
+    # engines, and the rest (drawing examples, building models, judging, the shrink tail).
+    sessions_s: float = 0.0
+    confirm_s: float = 0.0
     refusals: dict[str, int] = field(default_factory=dict)  # the top refusal reasons, with counts
     refused_cases: int = 0
     cases_per_engine: int = 1

@@ -44,6 +44,7 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
     summary = _json_or_empty(os.path.join(wdir, "summary.json"))
     return {"cases": len(events), "steps": sum(len(e.steps) for e in events), "shrink_cases": shrink_cases,
             "engine_starts": summary.get("engine_starts", 0), "engine_busy_s": summary.get("engine_busy_s", 0.0),
+            "sessions_s": summary.get("sessions_s", 0.0), "confirm_s": summary.get("confirm_s", 0.0),
             "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}), "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
@@ -116,6 +117,9 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "runs": meta.get("runs", 0), "workers": len(workers), "cases": cases,
         "cases_per_min": round(cases / (spent / 60), 2) if spent > 0 else None,
         "worker_busy_s": round(sum(w["busy_s"] for w in workers.values()), 1),
+        # of the workers' wall time: waiting on sessions, confirming on fresh engines (the rest: drawing, judging, tails)
+        "worker_in_sessions_fraction": round(sum(w["sessions_s"] for w in workers.values()) / (spent * len(workers)), 3) if spent > 0 and workers else None,
+        "worker_confirming_fraction": round(sum(w["confirm_s"] for w in workers.values()) / (spent * len(workers)), 3) if spent > 0 and workers else None,
         "steps": steps, "steps_per_min": per_min(steps), "engine_starts": starts, "engine_starts_per_min": per_min(starts),
         "engine_busy_fraction": round(sum(w["engine_busy_s"] for w in workers.values()) / (spent * slots), 3) if spent > 0 and slots else None,
         "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])[:10]),
