@@ -50,6 +50,10 @@ def _seconds(value) -> str:
     return "none" if value is None else f"{value}s"
 
 
+def _rate(value) -> str:
+    return "n/a" if value is None else f"{value}/min"
+
+
 def check_redis(url: str) -> None:
     from hybridfuzz.campaign.database import redis_client
 
@@ -112,14 +116,14 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(s, indent=2))
     say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s over {s['runs']} run(s) "
-        f"({s['cases_per_min']}/min, {s['cases_per_min_after_first']}/min after the first case); {s['findings']} findings reported, {s['findings_open']} still open, {s['flaky']} flaky; "
+        f"({s['cases_per_min']}/min, {_rate(s['cases_per_min_after_first'])} after the first case); {s['findings']} findings reported, {s['findings_open']} still open, {s['flaky']} flaky; "
         f"first finding at {_seconds(s['time_to_first_finding_s'])}, first report at {_seconds(s['time_to_first_report_s'])}; "
         f"worker restarts {s['restarts']}")
     say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "
         f"{s['engine_busy_fraction']}, workers waiting on sessions {s['worker_in_sessions_fraction']} and confirming "
         f"{s['worker_confirming_fraction']} of their time; refused cases by reason: {s['refusals'] or 'none'}")
     say(f"drawn: families {s['families']}, graphs {s['graphs']}; median session s {s['median_session_s']}, median case s {s['median_case_s']}, "
-        f"median engine start-up {s['median_startup_s']}s, seconds in steps {s['steps_s_total']}")
+        f"median engine start-up {_seconds(s['median_startup_s'])}, seconds in steps {s['steps_s_total']}")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     say(f"summary: {os.path.join(args.dir, 'summary.json')}")

@@ -44,7 +44,7 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
     if args.json:
         print(json.dumps(s, indent=2))
     say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s ({s['cases_per_min']}/min, "
-        f"{s['cases_per_min_after_first']}/min after the first case, "
+        f"{'n/a' if s['cases_per_min_after_first'] is None else s['cases_per_min_after_first']}/min after the first case, "
         f"{s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy {s['engine_busy_fraction']}); "
         f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky; refused by reason: {s['refusals'] or 'none'}")
     for f in s["finding_list"]:
