@@ -114,8 +114,10 @@ class CampaignSupervisor:
         rate = (summary["cases"] - window[1]) / max(1e-9, (t - window[0])) * 60
         phases = self.phases(summary)
         parts = [f"w{i}:{phases[i]}/{w['cases']}" for i, w in summary["per_worker"].items()]
+        # the host's 1-minute load per core: a GPU campaign whose engines wait on the CPU shows it here
+        load = os.getloadavg()[0] / max(1, len(os.sched_getaffinity(0)))
         return (f"[{summary['spent_s']:7.0f}s] cases {summary['cases']} ({rate:.1f}/min now, {summary['cases_per_min'] or 0}/min overall) "
-                f"findings {summary['findings']} done, {summary['findings_open']} open  " + " ".join(parts))
+                f"load/core {load:.2f} findings {summary['findings']} done, {summary['findings_open']} open  " + " ".join(parts))
 
     def stop(self, *_a) -> None:
         self._stopping = True
