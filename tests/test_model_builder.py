@@ -150,3 +150,21 @@ def test_zamba2_config_loads_and_the_plan_is_the_checkpoint_layout(layers, tmp_p
     expected = {name: tuple(t.shape) for name, t in model.state_dict().items() if name != "lm_head.weight"
                 and not (".shared_transformer." in name and int(name.split(".")[2]) not in owners)}
     assert tensor_shapes(spec) == expected
+
+
+@pytest.mark.engine
+def test_margins_probe_sees_a_decided_model_of_the_family_class():
+    """`python -m hybridfuzz.model.margins` on a real engine: vLLM loads the family's own class, and the
+    seeded weights give decided greedy choices (a saturated or flat model fails these bounds)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "hybridfuzz.model.margins", "qwen3_next", "linear_attention,full_attention",
+                          "--repeat", "40"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    import json
+
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["model_class"] == ["Qwen3NextForCausalLM"]
+    assert -3.0 < res["top1_median"] < -0.05 and res["gaps_below_0.1"] < 0.3
+    assert res["repeat"]["same"] is True
