@@ -122,3 +122,29 @@ def test_a_hang_names_its_step_and_keeps_the_steps_before():
     assert [s.kind for s in trace.steps] == ["generate", "sleep", "generate"]
     assert trace.steps[0].outputs and trace.steps[0].outputs[0].tokens  # the step that ran kept its output
     assert check_health(trace).summary.startswith("case timeout at step 2 (generate)")
+
+
+def test_a_host_without_persistent_mode_runs_all_sessions_in_one_run_many():
+    """SequentialHost.run_sessions hands every case of every session to one run_many (a server host runs
+    them several servers at once) and gives each session its own traces back, in order."""
+    from hybridfuzz.case import Case
+    from hybridfuzz.engines.isolation import SequentialHost
+    from hybridfuzz.trace import Trace
+
+    class Recording(SequentialHost):
+        calls: list[list[str]] = []
+
+        def run_many(self, cases, timeout=None):
+            self.calls.append([c.note for c in cases])
+            return [Trace(env={"note": c.note}) for c in cases]
+
+    from hybridfuzz.case import Generate
+    from hybridfuzz.model import ModelSpec
+
+    def case(note):
+        return Case(model=ModelSpec(), steps=[Generate(prompts=[[3]])], note=note)
+
+    sessions = [[case("a0"), case("a1")], [], [case("b0")]]
+    out = Recording().run_sessions(sessions)
+    assert Recording.calls == [["a0", "a1", "b0"]]
+    assert [[t.env["note"] for t in s] for s in out] == [["a0", "a1"], [], ["b0"]]

@@ -261,9 +261,8 @@ class FuzzLoop:
 
     # -- campaign
     def _one_run(self, run_seed: int) -> None:
-        from hybridfuzz.strategies import sessions
-
         from hybridfuzz import sleepwake
+        from hybridfuzz.strategies import sessions
 
         # the steps this host can take (a server host: requests in flight, sleep mode "wait")
         protocol = getattr(self.host, "protocol", sleepwake.OFFLINE)

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Iterator, Literal
 
 from hybridfuzz.case import STEP_NAMES, Case
+from hybridfuzz.model import layer_pattern
 from hybridfuzz.oracles.verdict import Status
 
 Phase = Literal["generate", "shrink"]
@@ -44,7 +45,7 @@ class CaseEvent:
     status: Status
     signature: str
     kv_cache_dtype: str
-    layers: str  # "LF..." (L = linear attention, F = full attention)
+    layers: str  # "LF...", "MA...": one letter per layer kind (hybridfuzz.model.layer_pattern)
     prefix_caching: bool | None
     steps: tuple[str, ...]  # YAML step names: generate, sleep, wake_up, reset_prefix_cache
     seconds: float
@@ -61,7 +62,7 @@ class CaseEvent:
            session_s: float = 0.0, timings: dict | None = None) -> CaseEvent:
         e = case.engine
         return cls(t=round(t, 3), phase=phase, status=status, signature=signature, kv_cache_dtype=e.kv_cache_dtype,
-                   layers="".join("L" if k == "linear_attention" else "F" for k in case.model.layers),
+                   layers=layer_pattern(case.model.layers),
                    prefix_caching=e.enable_prefix_caching, steps=tuple(STEP_NAMES[type(s)] for s in case.steps),
                    seconds=round(seconds, 3), wall=round(time.time(), 3), family=case.model.architecture,
                    graphs="eager" if e.enforce_eager else ("compiled" if e.torch_compile else "graphs"),

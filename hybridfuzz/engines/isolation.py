@@ -147,8 +147,14 @@ class SequentialHost:
         return [self.run(c, timeout) for c in cases]
 
     def run_sessions(self, sessions, timeout: float | None = None) -> list[list[Trace]]:
-        """No persistent mode here: every case of a session on a fresh engine."""
-        return [self.run_many(s, timeout) for s in sessions]
+        """No persistent mode here: every case of every session on a fresh engine, in one ``run_many``
+        (a host that runs several engines at once overrides only that)."""
+        flat = self.run_many([c for s in sessions for c in s], timeout)
+        out, i = [], 0
+        for s in sessions:
+            out.append(flat[i:i + len(s)])
+            i += len(s)
+        return out
 
     def close(self) -> None:
         pass

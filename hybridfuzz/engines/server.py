@@ -297,15 +297,6 @@ class ServerHost(SequentialHost):
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(self.workers, len(cases))) as pool:
             return list(pool.map(lambda c: self.run(c, timeout), cases))
 
-    def run_sessions(self, sessions: list[list[Case]], timeout: float | None = None) -> list[list[Trace]]:
-        """No persistent mode (a case's server ends with it): every case on a fresh server, all at once."""
-        flat = self.run_many([c for s in sessions for c in s], timeout)
-        out, i = [], 0
-        for s in sessions:
-            out.append(flat[i:i + len(s)])
-            i += len(s)
-        return out
-
     def run(self, case: Case, timeout: float | None = None) -> Trace:
         timeout = float(timeout or self.timeout)
         t0 = time.perf_counter()

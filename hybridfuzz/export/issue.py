@@ -49,16 +49,6 @@ def describe_config(case: Case) -> str:
     return ", ".join(parts)
 
 
-# One letter per layer kind in a title's pattern (hybridfuzz/model: each family's layer_kinds); "mamba"
-# and "mlp" would share a first letter, hence the table. An unknown kind falls back to its first letter.
-KIND_LETTERS = {"linear_attention": "L", "full_attention": "F", "attention": "A", "mamba": "M", "mlp": "P",
-                "moe": "E", "parallel": "H", "conv": "C", "hybrid": "S"}
-
-
-def layer_pattern(layers) -> str:
-    return "".join(KIND_LETTERS.get(k, k[:1].upper()) for k in layers)
-
-
 def model_class(case: Case) -> str:
     """vLLM's model class of the case's family (config.json "architectures")."""
     family = model_mod.FAMILIES.get(case.model.architecture)
@@ -67,7 +57,7 @@ def model_class(case: Case) -> str:
 
 def model_phrase(case: Case) -> str:
     """The model as a triager reads it: vLLM's model class and the layer pattern."""
-    return f"{model_class(case)} ({layer_pattern(case.model.layers)})"
+    return f"{model_class(case)} ({model_mod.layer_pattern(case.model.layers)})"
 
 
 def _component_module(case: Case):

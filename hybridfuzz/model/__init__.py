@@ -22,11 +22,11 @@ from hybridfuzz.model.jamba import JAMBA
 from hybridfuzz.model.lfm2 import LFM2
 from hybridfuzz.model.nemotron_h import NEMOTRON_H
 from hybridfuzz.model.qwen3_next import QWEN3_5, QWEN3_NEXT
-from hybridfuzz.model.spec import FULL, LINEAR, Family, Init, ModelSpec
+from hybridfuzz.model.spec import FULL, LINEAR, Family, Init, ModelSpec, layer_pattern
 from hybridfuzz.model.zamba2 import ZAMBA2
 
 __all__ = ["FAMILIES", "FULL", "LAYER_KINDS", "LINEAR", "Family", "ModelSpec", "build_model", "check_spec",
-           "content_hash", "hf_config", "make_tensor", "tensor_plan", "tensor_shapes"]
+           "content_hash", "hf_config", "layer_pattern", "make_tensor", "tensor_plan", "tensor_shapes"]
 
 # Every family the builder writes, simplest first (strategies shrink toward the first).
 FAMILIES: dict[str, Family] = {f.name: f for f in (QWEN3_NEXT, QWEN3_5, NEMOTRON_H, GRANITEMOEHYBRID, FALCON_H1,

@@ -11,6 +11,14 @@ from typing import Callable, Literal
 
 LINEAR = "linear_attention"
 FULL = "full_attention"
+# One letter per layer kind of any family, for patterns in titles and events ("mamba" and "mlp" would
+# share a first letter, hence the table); a kind missing here falls back to its first letter.
+KIND_LETTERS = {LINEAR: "L", FULL: "F", "attention": "A", "mamba": "M", "mlp": "P", "moe": "E", "parallel": "H",
+                "conv": "C", "hybrid": "S"}
+
+
+def layer_pattern(layers) -> str:
+    return "".join(KIND_LETTERS.get(k, k[:1].upper()) for k in layers)
 
 # How make_tensor draws one tensor. ("normal", gain): N(0, 1) * gain / sqrt(fan_in), gain 0
 # meaning plain N(0, 1) (embeddings); the rest are constants or the SSM decay init.
