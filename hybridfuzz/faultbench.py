@@ -70,14 +70,47 @@ def _first_seen(run_dir: str) -> dict[str, float]:
     return seen
 
 
-def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: list[str], timeout: float = 300.0) -> FaultRow:
-    """One fuzz campaign with ``fault`` injected (``clean``: none); the row for the table."""
+def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit, poll_s: float = 5.0) -> None:
+    """Run the fuzz child; stop it (Ctrl-C: it keeps what it found and writes its summary) as soon as one
+    minimal case in ``found_dir`` is credited to the fault (``credit(path)``), as a fuzzing benchmark stops a
+    trial at its bug. ``credit`` is None: run the whole budget."""
+    import glob
+    import signal
+
+    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    judged: set[str] = set()
+    while child.poll() is None:
+        time.sleep(poll_s)
+        if credit is None:
+            continue
+        for path in sorted(set(glob.glob(os.path.join(found_dir, "*.yaml"))) - judged):
+            judged.add(path)
+            if credit(path):
+                child.send_signal(signal.SIGINT)
+                break
+    child.wait()
+
+
+def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: list[str], timeout: float = 300.0,
+              full_budget: bool = False) -> FaultRow:
+    """One fuzz campaign with ``fault`` injected (``clean``: none); the row for the table. The campaign
+    stops at the fault's first credited minimal case unless ``full_budget`` (the clean run always runs whole)."""
     run_dir = os.path.join(out_root, fault.replace(":", "@"))
+    found_dir = os.path.join(run_dir, "found")
     cmd = [*_python(), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
-           "--findings", os.path.join(run_dir, "found"), "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
+           "--findings", found_dir, "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
+    clean_verdicts: dict[str, bool] = {}
+
+    def passes_clean(path: str) -> bool:
+        key = os.path.realpath(path)
+        if key not in clean_verdicts:
+            clean_verdicts[key] = _replay_passes_clean(path, timeout)
+        return clean_verdicts[key]
+
     t0 = time.time()
     with open(os.path.join(out_root, f"{fault.replace(':', '@')}.log"), "w") as log:
-        subprocess.run(cmd, env=_env(None if fault == CLEAN else fault), stdout=subprocess.DEVNULL, stderr=log)
+        _fuzz_until_credited(cmd, _env(None if fault == CLEAN else fault), log, found_dir,
+                             None if fault == CLEAN or full_budget else passes_clean)
     row = FaultRow(fault=fault, budget_s=budget_s, seed=seed, run_dir=run_dir, elapsed_s=round(time.time() - t0, 1))
     try:
         with open(os.path.join(run_dir, "summary.json")) as f:
@@ -89,7 +122,7 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
     seen = _first_seen(run_dir)
     for finding in summary["finding_list"]:
         sig = finding["signature"]
-        if fault == CLEAN or not _replay_passes_clean(finding["path"], timeout):
+        if fault == CLEAN or not passes_clean(finding["path"]):
             row.other.append(sig)
             continue
         t = seen.get(sig)
@@ -108,6 +141,14 @@ def summarize(rows: list[FaultRow]) -> dict:
     return {"faults": len(faults), "found": len(found), "found_fraction": round(len(found) / len(faults), 3) if faults else None,
             "median_time_to_find_s": round(statistics.median(times), 1) if times else None,
             "clean_budget_s": sum(r.budget_s for r in clean), "clean_findings": sum(len(r.other) for r in clean)}
+
+
+def faults_elapsed_s(path: str) -> float:
+    """Wall time the fault rows of the table at ``path`` took: the clean run's default length."""
+    if not os.path.exists(path):
+        return 0.0
+    with open(path) as f:
+        return sum(r["elapsed_s"] for r in json.load(f).get("rows", []) if r["fault"] != CLEAN)
 
 
 def table_path(results_dir: str = "results") -> str:

@@ -9,11 +9,13 @@ without a reload is undefined and never compared.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, Generate, Submit
 from hybridfuzz.oracles.compare import EXACT, Tolerance, compare_requests
 from hybridfuzz.oracles.verdict import Verdict
-from hybridfuzz.trace import Trace
+from hybridfuzz.trace import RequestResult, Trace
 
 # Identical requests computed on another schedule differ numerically. GPU engines are not
 # batch-invariant: another batch shape, other chunk boundaries or a prefix-cache hit take other
@@ -54,21 +56,29 @@ def compared_results(case: Case, trace: Trace):
             yield s.index, [o if s.kind == "generate" or len(o.tokens) == step.max_tokens else None for o in s.outputs]
 
 
+def _first_tokens(result: RequestResult, n: int) -> RequestResult:
+    return dataclasses.replace(result, tokens=result.tokens[:n], logprobs=result.logprobs[:n])
+
+
 def repeated_pairs(case: Case, trace: Trace):
-    """Each later run of an identical request (same kind, prompt and max_tokens), with its first run:
-    (first step, first request index, first result, later step, later request index, later result, prompt)."""
-    first: dict[tuple, tuple[int, int, object]] = {}
+    """Each later run of an identical request (same kind and prompt), with its first run:
+    (first step, first request index, first result, later step, later request index, later result, prompt).
+    Decoding is greedy, so runs with other ``max_tokens`` must agree on the shorter run's tokens: both
+    results are cut to that length (a repeat with another length is still a comparison)."""
+    first: dict[tuple, tuple[int, int, RequestResult, int]] = {}
     for idx, outputs in compared_results(case, trace):
         step = case.steps[idx]
         assert isinstance(step, (Generate, Submit))
         for r, (prompt, result) in enumerate(zip(step.prompts, outputs)):
             if result is None:
                 continue
-            key = (type(step), tuple(prompt), step.max_tokens)
+            key = (type(step), tuple(prompt))
             if key not in first:
-                first[key] = (idx, r, result)
+                first[key] = (idx, r, result, step.max_tokens)
                 continue
-            yield (*first[key], idx, r, result, prompt)
+            fidx, fr, fresult, fmax = first[key]
+            n = min(fmax, step.max_tokens)
+            yield fidx, fr, _first_tokens(fresult, n), idx, r, _first_tokens(result, n), prompt
 
 
 def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None) -> Verdict:

@@ -56,7 +56,11 @@ def generate_steps(draw, pool: list[list[int]]) -> Generate:
 # others meaningful (an action that does not fit the state is skipped, never rejected), so Hypothesis
 # shrinks the list freely and every shrunk script is still a legal protocol.
 # Generate first and most often (the outputs the oracles compare); reload_weights and submit are rarer.
-ACTIONS = ("generate", "sleep", "wake_up", "generate", "reset_prefix_cache", "sleep", "wake_up", "reload_weights", "submit")
+# "repeat" sends an earlier generate again, verbatim: the self-consistency oracle compares identical
+# requests only, and a fresh draw rarely repeats one (first request vs later, before vs after a sleep,
+# a reset or a reload, a prefix-cache miss vs a hit), so repeats are drawn on purpose.
+ACTIONS = ("generate", "repeat", "sleep", "wake_up", "generate", "repeat", "reset_prefix_cache", "sleep", "wake_up",
+           "reload_weights", "submit")
 # Simplest first: a full wake-up; then the partial ones, the orders, and the scheduling tag.
 WAKE_TAGS = (None, ["kv_cache"], ["weights"], ["weights", "kv_cache"], ["kv_cache", "weights"], ["scheduling"],
              ["weights", "kv_cache", "scheduling"])
@@ -88,8 +92,8 @@ def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: boo
     and mode, partial and repeated wake-ups in any tag order, wakes while awake, sleeps while asleep,
     resets and reloads while partly asleep, reload_weights after a level-2 wake of the weights. A generate
     while the scheduler is paused becomes a submit on a host that has it and is skipped elsewhere (a blocking
-    generate cannot return then). A script that ends asleep gets a final full wake-up, so an engine that
-    runs several cases (persistent mode) starts each awake. ``has_sleep`` is kept for callers: on CPU the
+    generate cannot return then). ``repeat`` sends an earlier generate again. A script that ends asleep gets
+    a final full wake-up, so an engine that runs several cases (persistent mode) starts each awake. ``has_sleep`` is kept for callers: on CPU the
     protocol runs too (its sleep/wake are no-ops in the worker; the scheduler and the tags are real).
     ``min_actions``: draw at least this many actions (those that do not fit the state are still skipped)."""
     pool = draw(prompt_pools(vocab_size))
@@ -97,7 +101,11 @@ def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: boo
     steps: list = []
     state = sleepwake.State()
     for action in actions:
-        if action == "generate":
+        earlier = [s for s in steps if isinstance(s, Generate)]
+        if action == "repeat" and earlier:
+            again = draw(st.sampled_from(earlier))
+            step = Generate(prompts=[list(p) for p in again.prompts], max_tokens=again.max_tokens, logprobs=again.logprobs)
+        elif action in ("generate", "repeat"):
             step = draw(generate_steps(pool))
         elif action == "sleep":
             step = draw(sleep_steps(host))

@@ -66,7 +66,8 @@ def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
 # Each hook point, on the hand-written case that exposes it (tests/fault_cases/); the same cases
 # pass with no fault (test_fault_cases_pass_without_a_fault).
 EXPOSED = [("state-not-zeroed", "repeat", "self_consistency"), ("write-after-free", "repeat", "self_consistency"),
-           ("reset-keeps-state", "reset", "self_consistency"), ("wrong-dtype-view", "repeat", "reference")]
+           ("reset-keeps-state", "reset", "self_consistency"), ("wrong-dtype-view", "repeat", "reference"),
+           ("kv-scale-wake", "wake", "self_consistency")]
 CASES = os.path.join(os.path.dirname(__file__), "fault_cases")
 
 

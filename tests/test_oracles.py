@@ -71,6 +71,24 @@ def test_self_consistency_is_exact_on_cpu_and_allows_measured_batch_variance_on_
     assert check_self_consistency(*_repeat_case_and_trace("cpu", -1.5, {"max_num_batched_tokens": 64})).status == "divergence"
 
 
+def test_repeats_with_other_max_tokens_are_compared_over_the_shorter_run():
+    """Greedy: a 1-token repeat of a 2-token request must equal its first token, and nothing more."""
+    from hybridfuzz.case import Case, EngineConfig, Generate
+    from hybridfuzz.model import ModelSpec
+    from hybridfuzz.oracles.consistency import check_self_consistency
+    from hybridfuzz.trace import StepResult, Trace
+
+    case = Case(ModelSpec(), [Generate([[5, 6, 7]], max_tokens=2), Generate([[5, 6, 7]], max_tokens=1)], EngineConfig())
+    def trace(later):
+        return Trace(outcome="ok", env={"device": "cpu"}, steps=[StepResult(index=0, kind="generate", outputs=[A]),
+                                                                 StepResult(index=1, kind="generate", outputs=[later])])
+    same_first = req([10], [[(10, -0.5), (20, -1.5)]])
+    assert check_self_consistency(case, trace(same_first)).status == "pass"
+    other_first = req([20], [[(20, -0.2), (10, -3.0)]])
+    v = check_self_consistency(case, trace(other_first))
+    assert v.status == "divergence" and "from token 0" in v.summary
+
+
 @pytest.mark.parametrize("path,pairs", [("results/gpu-h200x2-2026-11-30-vllm-0.32.0/noise-triton-auto-int8.json.gz", 120),
                                         ("results/calibration-cpu-2026-11-30/noise-chunked-auto-fp8.json.gz", 120)])
 def test_saved_noise_traces_raise_no_self_consistency_alarm_but_would_under_the_exact_rule(path, pairs):

@@ -21,7 +21,9 @@ def _duration(text: str) -> float:
 def add_arguments(p) -> None:
     p.add_argument("--faults", help="detection power instead: 'all', fault names (name:severity grades one), or 'clean' for the no-fault run")
     p.add_argument("--budget-per-fault", type=_duration, default=600.0, help="fuzz budget per fault (e.g. 10m); --faults clean runs --clean-budget")
-    p.add_argument("--clean-budget", type=_duration, help="budget of the clean run (default: budget-per-fault x number of faults in the catalogue)")
+    p.add_argument("--clean-budget", type=_duration, help="budget of the clean run (default: the wall time the table's fault rows took, "
+                   "else budget-per-fault x the catalogue's size)")
+    p.add_argument("--full-budget", action="store_true", help="run each fault's whole budget (default: stop at its first credited minimal case)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--table", help="table to merge rows into (default results/faults-cpu-<date>-vllm-<version>.json)")
     p.add_argument("--runs", default="runs/faultbench", help="directory for the fuzz runs")
@@ -41,14 +43,18 @@ def run(args) -> int:
         raise UsageError(f"--faults: {str(e).split(': ', 1)[1]}") from None
     os.makedirs(args.runs, exist_ok=True)
     rows = []
+    table_path = args.table or faultbench.table_path()
     for fault in faults:
-        budget = (args.clean_budget or args.budget_per_fault * len(names())) if fault == faultbench.CLEAN else args.budget_per_fault
+        if fault == faultbench.CLEAN:
+            budget = args.clean_budget or faultbench.faults_elapsed_s(table_path) or args.budget_per_fault * len(names())
+        else:
+            budget = args.budget_per_fault
         print(f"hybridfuzz bench --faults: {fault}, {budget:.0f} s", file=sys.stderr, flush=True)
-        row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(args.fuzz_args), args.timeout)
+        row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(args.fuzz_args), args.timeout, args.full_budget)
         rows.append(row)
         print(f"  {fault}: found={row.found} t={row.time_to_find_s} oracle={row.oracle} size={row.shrunk_size} other={row.other}", file=sys.stderr, flush=True)
     command = "hybridfuzz bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "hybridfuzz bench --faults " + args.faults
-    table = faultbench.merge(args.table or faultbench.table_path(), rows, command)
+    table = faultbench.merge(table_path, rows, command)
     if args.json:
         print(json.dumps(table, indent=2))
     else:

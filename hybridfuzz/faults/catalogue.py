@@ -304,24 +304,42 @@ class KvScaleWake(Fault):
     calibrated ones) and issue #48310. GPU path (``post_kv_cache_wake_up``); the CPU worker's
     sleep/wake are no-ops, so on CPU injected after ``CPUWorker.wake_up``: with a quantized KV
     cache each attention layer's K/V scale is left at a stale value, 2**(1 + 9*severity)
-    (the tiny model loads 1.0, so "reset to 1.0" alone would change nothing).
+    (the tiny model loads 1.0, so "reset to 1.0" alone would change nothing). An fp8 cache
+    then quantizes with that scale in vLLM's own kernel. A float16 cache (x86 CPUs without
+    AVX-512, which refuse fp8) has no scale to misuse, so there the fault applies what the
+    stale scale does to fp8: every K/V entry written after the wake is round-tripped through
+    float8_e4m3fn with that scale (values underflow as the scale grows).
     Severity: log2 of the scale error.
     """
     name = "kv-scale-wake"
-    hooks = ("wake",)
+    hooks = ("wake", "attention")
     graded = "scale left at 2**(1+9*severity)"
     gpu_only = "post_kv_cache_wake_up / init_fp8_kv_scales"
+    stale: float = 0.0  # the scale in force since the last wake-up; 0: none yet
 
     def wake(self, worker, quantized: bool) -> None:
         if not quantized:
             return
-        value = 2.0 ** (1 + 9 * self.severity)
+        self.stale = 2.0 ** (1 + 9 * self.severity)
         for layer in worker.model_runner.compilation_config.static_forward_context.values():
             if hasattr(layer, "_k_scale_float"):
-                layer._k_scale_float = layer._v_scale_float = value
+                layer._k_scale_float = layer._v_scale_float = self.stale
                 for t in (getattr(layer, "_k_scale", None), getattr(layer, "_v_scale", None)):
                     if t is not None:
-                        t.fill_(value)
+                        t.fill_(self.stale)
+
+    def attention(self, impl, layer, kv_cache, attn_metadata, quantized: bool) -> None:
+        import torch
+
+        if not self.stale or not quantized or kv_cache.element_size() == 1:
+            return  # no wake yet, or an fp8 cache: vLLM's kernel used the stale scale itself
+        num_blocks, heads, block_size, _ = kv_cache.shape
+        rows = kv_cache.view(num_blocks, heads, 2 * block_size, -1)  # keys, then values (cpu_attn.forward's view)
+        slots = attn_metadata.slot_mapping[attn_metadata.slot_mapping >= 0].long()
+        blocks, offsets = slots // block_size, slots % block_size
+        for r in (offsets, offsets + block_size):
+            x = rows[blocks, :, r, :].float()
+            rows[blocks, :, r, :] = ((x / self.stale).to(torch.float8_e4m3fn).float() * self.stale).to(rows.dtype)
 
 
 class DummyRunState(Fault):
