@@ -78,16 +78,12 @@ def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit,
     import signal
 
     child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
-    judged: set[str] = set()
     while child.poll() is None:
         time.sleep(poll_s)
-        if credit is None:
-            continue
-        for path in sorted(set(glob.glob(os.path.join(found_dir, "*.yaml"))) - judged):
-            judged.add(path)
-            if credit(path):
-                child.send_signal(signal.SIGINT)
-                break
+        # a case still shrinking is looked at again next poll; a final one is replayed without the fault once
+        if credit is not None and any(credit(p) for p in sorted(glob.glob(os.path.join(found_dir, "*.yaml")))):
+            child.send_signal(signal.SIGINT)
+            break
     child.wait()
 
 
@@ -101,6 +97,17 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
            "--findings", found_dir, "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
     clean_verdicts: dict[str, bool] = {}
 
+    def credited(path: str) -> bool:
+        """A final minimal case (shrunk and replayed with the fault on) that passes with the fault off."""
+        from hybridfuzz.case import CaseError, load_case_file
+        from hybridfuzz.findings import REPLAYED_NOTE
+
+        try:
+            final = REPLAYED_NOTE in load_case_file(path).note
+        except CaseError:
+            final = False
+        return final and passes_clean(path)
+
     def passes_clean(path: str) -> bool:
         key = os.path.realpath(path)
         if key not in clean_verdicts:
@@ -110,7 +117,7 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
     t0 = time.time()
     with open(os.path.join(out_root, f"{fault.replace(':', '@')}.log"), "w") as log:
         _fuzz_until_credited(cmd, _env(None if fault == CLEAN else fault), log, found_dir,
-                             None if fault == CLEAN or full_budget else passes_clean)
+                             None if fault == CLEAN or full_budget else credited)
     row = FaultRow(fault=fault, budget_s=budget_s, seed=seed, run_dir=run_dir, elapsed_s=round(time.time() - t0, 1))
     try:
         with open(os.path.join(run_dir, "summary.json")) as f:

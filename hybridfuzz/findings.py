@@ -24,6 +24,10 @@ def filename(signature: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", signature) + ".yaml"
 
 
+# Appended to a finding's note once its minimal case replayed on a fresh engine: from then on it is final.
+REPLAYED_NOTE = "; replayed on a fresh engine: same signature"
+
+
 def known_signatures(*dirs: str) -> set[str]:
     """Signatures recorded in the observed entries of every case under dirs."""
     sigs: set[str] = set()

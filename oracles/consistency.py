@@ -14,7 +14,7 @@ import dataclasses
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, Generate, Submit
 from hybridfuzz.oracles.compare import EXACT, Tolerance, compare_requests
-from hybridfuzz.oracles.verdict import Verdict
+from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import RequestResult, Trace
 
 # Identical requests computed on another schedule differ numerically. GPU engines are not
@@ -101,5 +101,5 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
                 "divergence", "self_consistency",
                 f"identical prompt (len {len(prompt)}) gave different output: step {fidx} req {fr} vs {_describe(case, idx)} req {r}, from token {m.position}",
                 [f"earlier: {m.a_tokens}", f"later:   {m.b_tokens}", f"why: {m.reason}", cached],
-                symptom=symptom, where="token0" if m.position == 0 else "token1+")
+                symptom=symptom, where=output_where(m.position, case.model.architecture))
     return Verdict("pass", "self_consistency", f"{compared} repeated requests agree")

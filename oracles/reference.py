@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hybridfuzz.case import Case, Generate
 from hybridfuzz.oracles.compare import QUANTIZED, Tolerance, compare_requests, is_degenerate
-from hybridfuzz.oracles.verdict import Verdict
+from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import Trace
 
 
@@ -28,5 +28,5 @@ def check_reference(case: Case, trace: Trace, ref: Trace, tol: Tolerance = QUANT
                     "divergence", "reference",
                     f"step {idx} req {r} diverges from the reference ({', '.join(f'{k}={v}' for k, v in case.oracle.reference.items())}) at token {m.position}",
                     [f"reference: {m.a_tokens}", f"case:      {m.b_tokens}", f"why: {m.reason}"],
-                    symptom="beyond-noise", where="token0" if m.position == 0 else "token1+")
+                    symptom="beyond-noise", where=output_where(m.position, case.model.architecture))
     return Verdict("pass", "reference", f"{compared} requests within noise of the reference")

@@ -12,6 +12,16 @@ Status = Literal["pass", "divergence", "unsupported"]
 EXIT_CODES = {"pass": 0, "divergence": 1, "invalid": 2, "unsupported": 3}
 
 
+def output_where(position: int, family: str) -> str:
+    """``where`` of a wrong-output verdict: the first differing token's class and the model family.
+
+    A crash names its code location; wrong tokens name no code, so the family stands in for it:
+    the same symptom on another family runs other kernels (GDN, Mamba1/2, short conv) and is
+    another bug. Without it a known bug masks every later one with its symptom (a qwen3_next state
+    bug was skipped as the known lfm2 batch-order bug, both ``first-request-differs`` at token 0)."""
+    return f"{'token0' if position == 0 else 'token1+'}@{family}"
+
+
 @dataclass
 class Verdict:
     status: Status
