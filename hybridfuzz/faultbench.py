@@ -72,15 +72,13 @@ def _first_seen(run_dir: str) -> dict[str, float]:
 
 def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit, poll_s: float = 5.0) -> None:
     """Run the fuzz child; stop it (Ctrl-C: it keeps what it found and writes its summary) as soon as one
-    minimal case in ``found_dir`` is credited to the fault (``credit(path)``), as a fuzzing benchmark stops a
-    trial at its bug. ``credit`` is None: run the whole budget."""
+    case in ``found_dir`` is credited to the fault (``credit(path)``). ``credit`` is None: run the whole budget."""
     import glob
     import signal
 
     child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
     while child.poll() is None:
         time.sleep(poll_s)
-        # a case still shrinking is looked at again next poll; a final one is replayed without the fault once
         if credit is not None and any(credit(p) for p in sorted(glob.glob(os.path.join(found_dir, "*.yaml")))):
             child.send_signal(signal.SIGINT)
             break
@@ -88,25 +86,20 @@ def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit,
 
 
 def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: list[str], timeout: float = 300.0,
-              full_budget: bool = False) -> FaultRow:
-    """One fuzz campaign with ``fault`` injected (``clean``: none); the row for the table. The campaign
-    stops at the fault's first credited minimal case unless ``full_budget`` (the clean run always runs whole)."""
+              full_budget: bool = False, shrink_s: float = 120.0) -> FaultRow:
+    """One fuzz campaign with ``fault`` injected (``clean``: none); the row for the table.
+
+    The campaign stops at the fault's first finding (a case written by the loop that passes with the fault
+    off), as a fuzzing benchmark ends a trial at its bug; ``hybridfuzz shrink`` then minimizes a copy of it
+    for at most ``shrink_s`` with the fault on and replays it (Hypothesis's inline shrinking has no time
+    bound: it took 349 s of a 536 s trial). ``full_budget`` (and the clean run) run the whole budget and
+    judge the loop's own minimal cases instead."""
     run_dir = os.path.join(out_root, fault.replace(":", "@"))
     found_dir = os.path.join(run_dir, "found")
     cmd = [*_python(), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
            "--findings", found_dir, "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
     clean_verdicts: dict[str, bool] = {}
-
-    def credited(path: str) -> bool:
-        """A final minimal case (shrunk and replayed with the fault on) that passes with the fault off."""
-        from hybridfuzz.case import CaseError, load_case_file
-        from hybridfuzz.findings import REPLAYED_NOTE
-
-        try:
-            final = REPLAYED_NOTE in load_case_file(path).note
-        except CaseError:
-            final = False
-        return final and passes_clean(path)
+    credited = os.path.join(run_dir, "credited.yaml")
 
     def passes_clean(path: str) -> bool:
         key = os.path.realpath(path)
@@ -114,10 +107,23 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
             clean_verdicts[key] = _replay_passes_clean(path, timeout)
         return clean_verdicts[key]
 
+    def credit(path: str) -> bool:
+        """A snapshot of the loop's case (it keeps shrinking the file) that passes with the fault off."""
+        import shutil
+
+        if clean_verdicts.get(os.path.realpath(path)) is False:
+            return False  # failed without the fault before: a real bug or a false alarm, not this fault
+        shutil.copyfile(path, credited + ".tmp")
+        if _replay_passes_clean(credited + ".tmp", timeout):
+            os.replace(credited + ".tmp", credited)
+            return True
+        clean_verdicts[os.path.realpath(path)] = False
+        return False
+
     t0 = time.time()
     with open(os.path.join(out_root, f"{fault.replace(':', '@')}.log"), "w") as log:
         _fuzz_until_credited(cmd, _env(None if fault == CLEAN else fault), log, found_dir,
-                             None if fault == CLEAN or full_budget else credited)
+                             None if fault == CLEAN or full_budget else credit)
     row = FaultRow(fault=fault, budget_s=budget_s, seed=seed, run_dir=run_dir, elapsed_s=round(time.time() - t0, 1))
     try:
         with open(os.path.join(run_dir, "summary.json")) as f:
@@ -127,8 +133,12 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
         return row
     row.cases = summary["cases"]
     seen = _first_seen(run_dir)
+    if os.path.exists(credited):
+        _shrink_credited(row, fault, credited, seen, timeout, shrink_s)
     for finding in summary["finding_list"]:
         sig = finding["signature"]
+        if sig == row.signature:
+            continue
         if fault == CLEAN or not passes_clean(finding["path"]):
             row.other.append(sig)
             continue
@@ -137,7 +147,24 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
             row.found, row.time_to_find_s, row.signature = True, t, sig
             row.oracle = sig.split(":")[0]
             row.shrunk_size, row.replayed, row.passes_without_fault = finding["size"], True, True
+    row.elapsed_s = round(time.time() - t0, 1)
     return row
+
+
+def _shrink_credited(row: FaultRow, fault: str, path: str, seen: dict[str, float], timeout: float, shrink_s: float) -> None:
+    """The row for the fault's first finding: shrunk (bounded) and replayed with the fault on."""
+    from hybridfuzz.case import load_case_file
+    from hybridfuzz.findings import case_size
+
+    case = load_case_file(path)
+    sig = case.observed[-1].signature
+    minimal = path[:-len(".yaml")] + ".min.yaml"
+    r = subprocess.run([*_python(), "shrink", path, "--out", minimal, "--signature", sig, "--budget", f"{shrink_s:g}s",
+                        "--timeout", str(timeout)], env=_env(fault), capture_output=True, text=True)
+    replayed = r.returncode == 0 and os.path.exists(minimal)
+    row.found, row.signature, row.oracle, row.time_to_find_s = True, sig, sig.split(":")[0], seen.get(sig)
+    row.shrunk_size = list(case_size(load_case_file(minimal) if replayed else case))
+    row.replayed, row.passes_without_fault = replayed, True
 
 
 def summarize(rows: list[FaultRow]) -> dict:
@@ -169,8 +196,9 @@ def _key(row: FaultRow) -> str:
     return f"{CLEAN} seed {row.seed}" if row.fault == CLEAN else row.fault
 
 
-def merge(path: str, new: list[FaultRow], command: str) -> dict:
-    """Rows replace those of the same fault in the table at ``path``; written atomically (+ .md)."""
+def merge(path: str, new: list[FaultRow], command: str | None) -> dict:
+    """Rows replace those of the same fault in the table at ``path``; written atomically (+ .md).
+    ``command`` is added to the table's list (None: a later row of a command already listed)."""
     from hybridfuzz.store import write_atomic
     from hybridfuzz.vllm_facts import vllm_version
 
@@ -179,7 +207,7 @@ def merge(path: str, new: list[FaultRow], command: str) -> dict:
         with open(path) as f:
             old = json.load(f)
         rows = {_key(r): r for r in (FaultRow(**d) for d in old.get("rows", []))}
-    commands = (old.get("commands", []) if rows else []) + [command]
+    commands = (old.get("commands", []) if rows else []) + ([command] if command else [])
     for r in new:
         rows[_key(r)] = r
     ordered = sorted(rows.values(), key=lambda r: (r.fault == CLEAN, r.fault, r.seed))

@@ -1,6 +1,7 @@
 """The fault catalogue without engines: registry rules, HYBRIDFUZZ_FAULT parsing, each fault's
 state mechanics on real tensors, the bench table, and the search signals."""
 import math
+import os
 import re
 import subprocess
 import sys
@@ -137,3 +138,26 @@ def test_bench_table_merges_rows_and_summarizes(tmp_path):
     assert table["commands"] == ["c1", "c2", "c3"]
     assert "1 of 2 faults found" in open(path[:-5] + ".md").read()
     assert resolve("all")[0] == "state-not-zeroed" and resolve("clean,nan-padding:0.5") == [CLEAN, "nan-padding:0.5"]
+
+
+def test_bench_stops_a_trial_at_its_first_credited_case(tmp_path):
+    """The bench's stopping rule on a stand-in child (a process that writes a case, then would run a minute):
+    Ctrl-C as soon as a case is credited; a case that is never credited lets the child run its course."""
+    import sys
+    import time
+
+    from hybridfuzz.faultbench import _fuzz_until_credited
+
+    found = tmp_path / "found"
+    child = [sys.executable, "-c", f"import os, time; os.makedirs({str(found)!r}); open(os.path.join({str(found)!r}, 'a.yaml'), 'w').close(); "
+                                   "time.sleep(60)"]
+    t0 = time.time()
+    with open(tmp_path / "log", "w") as log:
+        _fuzz_until_credited(child, dict(os.environ), log, str(found), credit=lambda path: path.endswith("a.yaml"), poll_s=0.2)
+    assert time.time() - t0 < 30
+    quick = [sys.executable, "-c", f"import os, time; os.makedirs({str(found)!r}, exist_ok=True); time.sleep(1)"]
+    seen: list[str] = []
+    t0 = time.time()
+    with open(tmp_path / "log", "w") as log:
+        _fuzz_until_credited(quick, dict(os.environ), log, str(found), credit=lambda path: seen.append(path) or False, poll_s=0.2)
+    assert seen and time.time() - t0 >= 1

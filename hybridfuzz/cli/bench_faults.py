@@ -23,7 +23,9 @@ def add_arguments(p) -> None:
     p.add_argument("--budget-per-fault", type=_duration, default=600.0, help="fuzz budget per fault (e.g. 10m); --faults clean runs --clean-budget")
     p.add_argument("--clean-budget", type=_duration, help="budget of the clean run (default: the wall time the table's fault rows took, "
                    "else budget-per-fault x the catalogue's size)")
-    p.add_argument("--full-budget", action="store_true", help="run each fault's whole budget (default: stop at its first credited minimal case)")
+    p.add_argument("--full-budget", action="store_true", help="run each fault's whole budget (default: stop at the fault's first finding, "
+                   "then shrink it with `hybridfuzz shrink`)")
+    p.add_argument("--shrink-budget", type=_duration, default=120.0, help="time to shrink each fault's first finding (default 2m)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--table", help="table to merge rows into (default results/faults-cpu-<date>-vllm-<version>.json)")
     p.add_argument("--runs", default="runs/faultbench", help="directory for the fuzz runs")
@@ -42,19 +44,20 @@ def run(args) -> int:
     except FaultSpecError as e:
         raise UsageError(f"--faults: {str(e).split(': ', 1)[1]}") from None
     os.makedirs(args.runs, exist_ok=True)
-    rows = []
     table_path = args.table or faultbench.table_path()
+    command = "hybridfuzz bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "hybridfuzz bench --faults " + args.faults
+    table = None
     for fault in faults:
         if fault == faultbench.CLEAN:
             budget = args.clean_budget or faultbench.faults_elapsed_s(table_path) or args.budget_per_fault * len(names())
         else:
             budget = args.budget_per_fault
         print(f"hybridfuzz bench --faults: {fault}, {budget:.0f} s", file=sys.stderr, flush=True)
-        row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(args.fuzz_args), args.timeout, args.full_budget)
-        rows.append(row)
+        row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(args.fuzz_args), args.timeout, args.full_budget,
+                                   args.shrink_budget)
         print(f"  {fault}: found={row.found} t={row.time_to_find_s} oracle={row.oracle} size={row.shrunk_size} other={row.other}", file=sys.stderr, flush=True)
-    command = "hybridfuzz bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "hybridfuzz bench --faults " + args.faults
-    table = faultbench.merge(table_path, rows, command)
+        # each row lands in the table as soon as it is measured: a bench cut short keeps the faults it finished
+        table = faultbench.merge(table_path, [row], command if table is None else None)
     if args.json:
         print(json.dumps(table, indent=2))
     else:
