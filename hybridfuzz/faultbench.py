@@ -174,7 +174,8 @@ def summarize(rows: list[FaultRow]) -> dict:
     clean = [r for r in rows if r.fault == CLEAN]
     return {"faults": len(faults), "found": len(found), "found_fraction": round(len(found) / len(faults), 3) if faults else None,
             "median_time_to_find_s": round(statistics.median(times), 1) if times else None,
-            "clean_budget_s": sum(r.budget_s for r in clean), "clean_findings": sum(len(r.other) for r in clean)}
+            "clean_budget_s": sum(r.budget_s for r in clean), "clean_elapsed_s": round(sum(r.elapsed_s for r in clean), 1),
+            "clean_cases": sum(r.cases for r in clean), "clean_findings": sum(len(r.other) for r in clean)}
 
 
 def faults_elapsed_s(path: str) -> float:
@@ -231,7 +232,8 @@ def markdown(table: dict) -> str:
                      f"{r['passes_without_fault'] if r['passes_without_fault'] is not None else ''} | {'; '.join(r['other'])} |")
     med = s["median_time_to_find_s"]
     lines += ["", f"**Summary**: {s['found']} of {s['faults']} faults found; median time to find "
-                  f"{'n/a' if med is None else f'{med:.0f} s'}; clean run {s['clean_budget_s']:.0f} s with {s['clean_findings']} findings "
+                  f"{'n/a' if med is None else f'{med:.0f} s'}; clean run {s.get('clean_elapsed_s', 0):.0f} s of a {s['clean_budget_s']:.0f} s budget, "
+                  f"{s.get('clean_cases', 0)} cases, {s['clean_findings']} findings "
                   "(each is a false alarm or a real bug: judge it by hand).", ""]
     return "\n".join(lines)
 

@@ -134,7 +134,7 @@ def test_bench_table_merges_rows_and_summarizes(tmp_path):
     table = merge(path, [FaultRow("state-not-zeroed", 120, 1, found=True, time_to_find_s=20.0, oracle="health"), FaultRow(CLEAN, 100, 2)], "c3")
     assert [r["fault"] for r in table["rows"]] == ["nan-padding", "state-not-zeroed", CLEAN, CLEAN]
     assert table["summary"] == {"faults": 2, "found": 1, "found_fraction": 0.5, "median_time_to_find_s": 20.0,
-                                "clean_budget_s": 300, "clean_findings": 0}
+                                "clean_budget_s": 300, "clean_elapsed_s": 0.0, "clean_cases": 20, "clean_findings": 0}
     assert table["commands"] == ["c1", "c2", "c3"]
     assert "1 of 2 faults found" in open(path[:-5] + ".md").read()
     assert resolve("all")[0] == "state-not-zeroed" and resolve("clean,nan-padding:0.5") == [CLEAN, "nan-padding:0.5"]
