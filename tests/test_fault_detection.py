@@ -67,7 +67,7 @@ def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
 # pass with no fault (test_fault_cases_pass_without_a_fault).
 EXPOSED = [("state-not-zeroed", "repeat", "self_consistency"), ("write-after-free", "repeat", "self_consistency"),
            ("reset-keeps-state", "reset", "self_consistency"), ("wrong-dtype-view", "repeat", "reference"),
-           ("kv-scale-wake", "wake", "self_consistency")]
+           ("kv-scale-wake", "wake", "self_consistency"), ("page-alias", "alone-then-batch", "self_consistency")]
 CASES = os.path.join(os.path.dirname(__file__), "fault_cases")
 
 

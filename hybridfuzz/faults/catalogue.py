@@ -192,34 +192,41 @@ class PageAlias(Fault):
     groups sharing a raw KVCacheTensor map distinct logical blocks to the same bytes) and
     vllm-project/tpu-inference PR #2366 (hybrid block ids past the per-layer slot count
     collapse recurrent states onto one slot).
-    CPU injection: after a CPU attention forward, the bytes of the attention block holding the
-    batch's first token are copied over the leading ``severity`` share of the SSM state of
-    every live GDN slot (the attention write landing in the recurrent page).
+    CPU injection: after a CPU attention forward of a batch of two or more requests, the bytes of
+    the attention block request i just wrote land on the leading ``severity`` share of request
+    i+1's SSM state (mod the batch), in every GDN layer: another request's logical block sharing
+    the bytes. A request alone in its batch owns all its pages and is untouched, so the damage
+    depends on who shares the batch, as it does upstream. (The first version copied the batch's
+    first block over every live slot: identical runs were damaged identically, the reference engine
+    too, so no differential oracle could ever see it.)
     Severity: fraction of the state overwritten.
     All platforms (the shared tensor is the hybrid allocator's, on CPU too).
     """
     name = "page-alias"
     hooks = ("attention",)
-    graded = "fraction of each live recurrent-state page overwritten"
+    graded = "fraction of each aliased recurrent-state page overwritten"
 
     def attention(self, impl, layer, kv_cache, attn_metadata, quantized: bool) -> None:
         import torch
 
         from hybridfuzz.faults.hooks import _debug, live_gdn_states
 
-        if attn_metadata.slot_mapping.numel() == 0:
+        starts = attn_metadata.query_start_loc.tolist()
+        n = len(starts) - 1
+        if n < 2 or attn_metadata.slot_mapping.numel() == 0:
             return
-        block = int(attn_metadata.slot_mapping[0]) // kv_cache.shape[2]  # CPU layout [blocks, heads, block_size, 2*head]
-        src = kv_cache[block].contiguous().view(torch.uint8).reshape(-1)
-        states = live_gdn_states()
-        _debug(f"page-alias: attention block {block} ({src.numel()} bytes, max {float(kv_cache[block].float().abs().max()):.3g}) "
-               f"over {[(slot, ssm[slot].is_contiguous()) for ssm, slot in states]}")
-        for ssm, slot in states:
-            dst = ssm[slot]
-            if dst.is_contiguous():
+        block_size = kv_cache.shape[2]  # CPU layout [blocks, heads, block_size, 2*head]
+        written = [int(attn_metadata.slot_mapping[starts[i + 1] - 1]) // block_size for i in range(n)]
+        for ssm, slots in live_gdn_states():
+            for i in range(min(n, len(slots))):
+                dst = ssm[slots[(i + 1) % min(n, len(slots))]]
+                if not dst.is_contiguous():
+                    continue
+                src = kv_cache[written[i]].contiguous().view(torch.uint8).reshape(-1)
                 raw = dst.view(torch.uint8).view(-1)
-                n = max(1, math.ceil(self.severity * min(raw.numel(), src.numel())))
-                raw[:n] = src[:n]
+                k = max(1, math.ceil(self.severity * min(raw.numel(), src.numel())))
+                raw[:k] = src[:k]
+        _debug(f"page-alias: attention blocks {written} over the next request's state")
 
 
 class ResetKeepsState(LastTenant):

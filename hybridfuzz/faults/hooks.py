@@ -49,7 +49,7 @@ def scale_positions_fp32(page_bytes: int, block_size: int, num_kv_heads: int, he
 
 
 def live_gdn_states() -> list[tuple]:
-    """(SSM state tensor, slot) of every GDN layer and live request in the current forward step."""
+    """(SSM state tensor, [slot of each request in batch order]) of every GDN layer in the current forward step."""
     from vllm.forward_context import get_forward_context
     from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadata
 
@@ -59,7 +59,7 @@ def live_gdn_states() -> list[tuple]:
     for prefix, m in (md.items() if isinstance(md, dict) else ()):
         layer = ctx.no_compile_layers.get(prefix)
         if isinstance(m, GDNAttentionMetadata) and m.non_spec_state_indices_tensor is not None and layer is not None:
-            out += [(layer.kv_cache[1], int(x)) for x in m.non_spec_state_indices_tensor[:m.num_decodes + m.num_prefills].tolist()]
+            out.append((layer.kv_cache[1], [int(x) for x in m.non_spec_state_indices_tensor[:m.num_decodes + m.num_prefills].tolist()]))
     return out
 
 
