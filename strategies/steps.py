@@ -127,4 +127,18 @@ def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: boo
         steps.append(draw(generate_steps(pool)))
     elif not state.awake:
         steps.append(WakeUp(tags=None))
-    return steps
+        state = sleepwake.apply(state, steps[-1], host)
+    return steps + _closing_repeat(steps, state, host)
+
+
+def _closing_repeat(steps: list, state: sleepwake.State, host: sleepwake.Host) -> list:
+    """The first generate again at the end, when protocol steps followed it: every sleep, wake, reset or
+    reload in the script is then bracketed by identical requests, which is what self-consistency compares.
+    (Drawn repeats land after a protocol step in about 3 % of 4-step scripts.) Derived, not drawn, like the
+    closing wake-up: shrinking removes the steps in between and this follows."""
+    first = next((i for i, s in enumerate(steps) if isinstance(s, Generate)), None)
+    if first is None or all(isinstance(s, Generate) for s in steps[first:]):
+        return []
+    again = Generate(prompts=[list(p) for p in steps[first].prompts], max_tokens=steps[first].max_tokens,
+                     logprobs=steps[first].logprobs)
+    return [again] if sleepwake.expect(state, again, host).call == "succeeds" else []
