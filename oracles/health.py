@@ -23,6 +23,12 @@ def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | No
                    symptom=f"refused:{step.error.type}", where=f"{step.kind}:{walked.rule.when}")
 
 
+def _nonfinite_where(case: Case | None) -> str:
+    """A NaN names no code: the family and the KV dtype stand in (NaN bugs are a kernel's, often one dtype's),
+    so a known NaN (int8 KV on qwen3_next) does not mask another (a float16 padding fault)."""
+    return "generate" if case is None else f"generate@{case.model.architecture}/{case.engine.kv_cache_dtype}"
+
+
 def check_health(trace: Trace, label: str = "case", case: Case | None = None) -> Verdict:
     """``case``: when given, a refusal of a sleep/wake step that the protocol table says must succeed
     (hybridfuzz/sleepwake.py) is a finding, not "unsupported"."""
@@ -51,5 +57,5 @@ def check_health(trace: Trace, label: str = "case", case: Case | None = None) ->
                 bad = [lp for _, lp in ranked if math.isnan(lp) or (math.isinf(lp) and lp > 0)]
                 if bad or (ranked and math.isinf(ranked[0][1])):
                     return Verdict("divergence", "health", f"{label} step {idx} request {r}: non-finite logprob at token {pos}",
-                                   [f"top logprobs at token {pos}: {ranked}"], symptom="nonfinite", where="generate")
+                                   [f"top logprobs at token {pos}: {ranked}"], symptom="nonfinite", where=_nonfinite_where(case))
     return Verdict("pass", "health", f"{label} healthy")

@@ -212,7 +212,7 @@ def test_a_machine_that_cannot_run_a_release_keeps_what_another_saw(tmp_path):
     c = bisection.record(str(case), [p, q])
     assert {v: c.expect[v] for v in ("0.20.0", "0.32.0")} == {"0.20.0": "unsupported", "0.32.0": "divergence"}
     (kept, here) = [o for o in c.observed if o.vllm == "0.32.0"]  # both, each with its machine class
-    assert kept.verdict == "divergence" and kept.signature == "health:nonfinite:2ffbd58c" and kept.evidence
+    assert kept.verdict == "divergence" and kept.signature == "health:nonfinite:75d4605b" and kept.evidence
     assert here.verdict == "unsupported" and here.isa == "x86_64/avx2"
 
 
