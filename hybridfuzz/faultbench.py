@@ -76,7 +76,10 @@ def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit,
     import glob
     import signal
 
-    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    # An ignored SIGINT is inherited through exec, and Python then never installs its Ctrl-C handler: a bench
+    # started where SIGINT is ignored (a background job, a test run) could not stop its trials. Default it.
+    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     while child.poll() is None:
         time.sleep(poll_s)
         if credit is not None and any(credit(p) for p in sorted(glob.glob(os.path.join(found_dir, "*.yaml")))):

@@ -168,11 +168,17 @@ def test_internal_commands_are_hidden_from_help():
         assert (name in text) == bool(m.HELP), name
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A test run started as a background job ignores SIGINT,
+    the ignore is inherited through exec, and Python then installs no handler: the command would never see it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_is_130_and_one_line(tmp_path):
     """A real SIGINT while check-components imports vLLM (engine-free): exit 130, no traceback."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.cli", "check-components", "--examples", "1000", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, preexec_fn=_default_sigint)
     # Ctrl-C once the command is running (its first stderr line: vLLM's import log), not at a fixed time: a
     # SIGINT before the interpreter reaches hybridfuzz's handler is Python's own (seen under load after 3 s).
     first = proc.stderr.readline()
@@ -197,7 +203,8 @@ def test_ctrl_c_during_fuzz_keeps_what_was_found(tmp_path):
     env = dict(os.environ, HYBRIDFUZZ_FAULT="wake-zero", PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "hybridfuzz.cli", "fuzz", "--budget", "10m", "--seed", "1", "--out", str(out),
                              "--findings", str(found), "--known", str(tmp_path / "none"), "--kv-dtypes", "float16"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True,
+                            preexec_fn=_default_sigint)
     t0 = time.time()
     while proc.poll() is None and time.time() - t0 < 480 and not (found.is_dir() and os.listdir(found)):
         time.sleep(0.5)
