@@ -28,6 +28,11 @@ def filename(signature: str) -> str:
 REPLAYED_NOTE = "; replayed on a fresh engine: same signature"
 
 
+def replay_note(replays: bool) -> str:
+    """What a finding's note gains from its replay on a fresh engine."""
+    return REPLAYED_NOTE if replays else "; did NOT replay on a fresh engine (flaky)"
+
+
 def known_signatures(*dirs: str) -> set[str]:
     """Signatures recorded in the observed entries of every case under dirs."""
     sigs: set[str] = set()

@@ -6,6 +6,8 @@ cluster around block boundaries, where hybrid prefix caching changes path.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from hybridfuzz import sleepwake
@@ -93,18 +95,17 @@ def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: boo
     resets and reloads while partly asleep, reload_weights after a level-2 wake of the weights. A generate
     while the scheduler is paused becomes a submit on a host that has it and is skipped elsewhere (a blocking
     generate cannot return then). ``repeat`` sends an earlier generate again. A script that ends asleep gets
-    a final full wake-up, so an engine that runs several cases (persistent mode) starts each awake. ``has_sleep`` is kept for callers: on CPU the
-    protocol runs too (its sleep/wake are no-ops in the worker; the scheduler and the tags are real).
+    a final full wake-up, so an engine that runs several cases (persistent mode) starts each awake.
+    ``has_sleep`` is kept for callers: on CPU the protocol runs too (its sleep/wake are no-ops in the worker; the scheduler and the tags are real).
     ``min_actions``: draw at least this many actions (those that do not fit the state are still skipped)."""
     pool = draw(prompt_pools(vocab_size))
     actions = draw(st.lists(st.sampled_from(ACTIONS), min_size=min(min_actions, max_steps), max_size=max_steps))
     steps: list = []
     state = sleepwake.State()
     for action in actions:
-        earlier = [s for s in steps if isinstance(s, Generate)]
-        if action == "repeat" and earlier:
-            again = draw(st.sampled_from(earlier))
-            step = Generate(prompts=[list(p) for p in again.prompts], max_tokens=again.max_tokens, logprobs=again.logprobs)
+        earlier = [s for s in steps if isinstance(s, Generate)] if action == "repeat" else []
+        if earlier:
+            step = _resend(draw(st.sampled_from(earlier)))
         elif action in ("generate", "repeat"):
             step = draw(generate_steps(pool))
         elif action == "sleep":
@@ -131,6 +132,11 @@ def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: boo
     return steps + _closing_repeat(steps, state, host)
 
 
+def _resend(step: Generate) -> Generate:
+    """The same request again, with its own prompt lists (shared lists would become YAML aliases)."""
+    return dataclasses.replace(step, prompts=[list(p) for p in step.prompts])
+
+
 def _closing_repeat(steps: list, state: sleepwake.State, host: sleepwake.Host) -> list:
     """The first generate again at the end, when protocol steps followed it: every sleep, wake, reset or
     reload in the script is then bracketed by identical requests, which is what self-consistency compares.
@@ -139,6 +145,5 @@ def _closing_repeat(steps: list, state: sleepwake.State, host: sleepwake.Host) -
     first = next((i for i, s in enumerate(steps) if isinstance(s, Generate)), None)
     if first is None or all(isinstance(s, Generate) for s in steps[first:]):
         return []
-    again = Generate(prompts=[list(p) for p in steps[first].prompts], max_tokens=steps[first].max_tokens,
-                     logprobs=steps[first].logprobs)
+    again = _resend(steps[first])
     return [again] if sleepwake.expect(state, again, host).call == "succeeds" else []

@@ -36,7 +36,7 @@ from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
 from hybridfuzz.engines.forkserver import NOT_RUN
 from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case
-from hybridfuzz.findings import REPLAYED_NOTE, case_size, known_signatures, observation, write_finding
+from hybridfuzz.findings import case_size, known_signatures, observation, replay_note, write_finding
 
 
 class BudgetSpent(BaseException):
@@ -220,8 +220,7 @@ class FuzzLoop:
         from hybridfuzz.store import write_atomic
 
         path, case = outcome.path, outcome.case
-        case = case.replace(note=case.note + (REPLAYED_NOTE if outcome.replays
-                                              else "; did NOT replay on a fresh engine (flaky)"))
+        case = case.replace(note=case.note + replay_note(outcome.replays))
         self.stats.shrink_s += outcome.shrink_s
         if outcome.replays:
             from hybridfuzz.case import dump_case
@@ -293,8 +292,7 @@ class FuzzLoop:
         case = load_case_file(path)
         again = evaluate(case.replace(observed=[]), self.host, self.cfg.timeout_s)
         replays = again.verdict.signature == sig
-        case = case.replace(note=case.note + (REPLAYED_NOTE if replays
-                                              else "; did NOT replay on a fresh engine (flaky)"))
+        case = case.replace(note=case.note + replay_note(replays))
         if replays:
             write_atomic(path, dump_case(case))
             self.stats.findings.append(FoundRecord(sig, path, case.observed[-1].summary, round(self.stats.first_finding_s or 0, 1),
