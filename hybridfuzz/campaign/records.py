@@ -164,6 +164,7 @@ class RunSummary:
     confirm_s: float = 0.0
     refusals: dict[str, int] = field(default_factory=dict)  # the top refusal reasons, with counts
     refused_cases: int = 0
+    refusals_predicted: int = 0  # sessions answered from the refusal memory: no engine started, not in cases
     cases_per_engine: int = 1
     shrink: str = "inline"
 

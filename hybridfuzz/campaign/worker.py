@@ -117,7 +117,8 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
                              timeout_s=settings.timeout_s, known_dirs=settings.known_dirs, database=database,
                              max_layers=settings.max_layers, max_steps=settings.max_steps, claim=claim,
                              known_fn=lambda: done_signatures(store, *settings.known_dirs),
-                             on_state=lambda sig, st, path, case: store.set(sig, st, path, case))
+                             on_state=lambda sig, st, path, case: store.set(sig, st, path, case),
+                             refusals_dir=os.path.join(campaign_dir, "refusals"))
             loop = FuzzLoop(cfg, host, platform, progress)
             loop_box.append(loop)
             if state["phase"] == "stopping":

@@ -121,7 +121,8 @@ def run(args) -> int:
         f"worker restarts {s['restarts']}")
     say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "
         f"{s['engine_busy_fraction']}, workers waiting on sessions {s['worker_in_sessions_fraction']} and confirming "
-        f"{s['worker_confirming_fraction']} of their time; refused cases by reason: {s['refusals'] or 'none'}")
+        f"{s['worker_confirming_fraction']} of their time; refused cases by reason: {s['refusals'] or 'none'}, "
+        f"{s['refusals_predicted']} more answered from the refusal memory")
     say(f"drawn: families {s['families']}, graphs {s['graphs']}; median session s {s['median_session_s']}, median case s {s['median_case_s']}, "
         f"median engine start-up {_seconds(s['median_startup_s'])}, seconds in steps {s['steps_s_total']}")
     for f in s["finding_list"]:

@@ -46,7 +46,8 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
     say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s ({s['cases_per_min']}/min, "
         f"{'n/a' if s['cases_per_min_after_first'] is None else s['cases_per_min_after_first']}/min after the first case, "
         f"{s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy {s['engine_busy_fraction']}); "
-        f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky; refused by reason: {s['refusals'] or 'none'}")
+        f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky; refused by reason: {s['refusals'] or 'none'}, "
+        f"{s['refusals_predicted']} more from the refusal memory")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     if s["interrupted"]:
@@ -93,7 +94,8 @@ def run(args) -> int:
     use = options.engine_use_of(args).resolved(platform.device)
     cfg = FuzzConfig(budget_s=args.budget, out_dir=out, findings_dir=findings, seed=args.seed, timeout_s=args.timeout,
                      known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps, cases_per_engine=use.cases_per_engine,
-                     shrink=use.shrink, shrink_parallel=use.shrink_parallel, engine_slots=workers)
+                     shrink=use.shrink, shrink_parallel=use.shrink_parallel, engine_slots=workers,
+                     refusals_dir=os.path.join(out, "refusals"))
     loop = None
     try:
         with make_host(args.host, workers=workers, timeout=args.timeout) as host:
@@ -106,7 +108,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(dataclasses.asdict(summary), indent=2))
     say(f"throughput: {summary.cases_per_min} cases/min, {summary.steps_per_min} steps/min, {summary.engine_starts_per_min} engine "
-        f"starts/min, engines busy {summary.engine_busy_fraction}; refused by reason: {summary.refusals or 'none'}")
+        f"starts/min, engines busy {summary.engine_busy_fraction}; refused by reason: {summary.refusals or 'none'}, "
+        f"{summary.refusals_predicted} more from the refusal memory")
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
         f"{summary.findings} new findings; time to first finding {_seconds(summary.time_to_first_finding_s)}; "
         f"shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")

@@ -6,7 +6,7 @@ import argparse
 import os
 import re
 
-from hybridfuzz.campaign.config import Narrowing
+from hybridfuzz.campaign.config import EngineUse, Narrowing
 from hybridfuzz.cli.errors import UsageError
 from hybridfuzz.hosts import HOSTS
 
@@ -97,16 +97,16 @@ def add_narrowing(p) -> None:
 
 
 def add_engine_use(p) -> None:
+    gpu, cpu = EngineUse().resolved("cuda"), EngineUse().resolved("cpu")
     p.add_argument("--cases-per-engine", type=count, default=0,
-                   help="persistent mode: up to N cases share one warm engine, findings confirmed on a fresh one (default: 6 on GPU, 1 on CPU)")
+                   help=f"persistent mode: up to N cases share one warm engine, findings confirmed on a fresh one "
+                        f"(default: {gpu.cases_per_engine} on GPU, {cpu.cases_per_engine} on CPU)")
     p.add_argument("--shrink", choices=["inline", "background"], default="",
                    help="inline: Hypothesis shrinks each finding before searching on; background: shrink on spare engines while the search goes on (default: background on GPU, inline on CPU)")
-    p.add_argument("--shrink-parallel", type=count, default=0, help="background shrinking: variants at once (default 3 on GPU)")
+    p.add_argument("--shrink-parallel", type=count, default=0, help=f"background shrinking: variants at once (default {gpu.shrink_parallel} on GPU)")
 
 
 def engine_use_of(args):
-    from hybridfuzz.campaign.config import EngineUse
-
     return EngineUse(getattr(args, "cases_per_engine", 0) or 0, getattr(args, "shrink", "") or "", getattr(args, "shrink_parallel", 0) or 0)
 
 
