@@ -106,6 +106,7 @@ def test_claim_is_exclusive_reentrant_and_done_is_final(claims_pair):
     a.heartbeat(), b.heartbeat()
     assert a.claim("crash:X") is True
     assert b.claim("crash:X") is False          # a is alive and beating
+    assert b.taken_elsewhere("crash:X") and not a.taken_elsewhere("crash:X") and not b.taken_elsewhere("crash:new")
     assert a.claim("crash:X") is True           # its own claim
     assert make("host/a").claim("crash:X")      # the same worker restarted takes its claim back
     _finding(make.store, tmp / "findings", "crash:X", FindingState.OPEN)
@@ -114,6 +115,7 @@ def test_claim_is_exclusive_reentrant_and_done_is_final(claims_pair):
     _finding(make.store, tmp / "findings", "crash:X", FindingState.REPLAYED)
     a.sweep()
     assert b.claim("crash:X") is False and "crash:X" in b.done
+    assert a.taken_elsewhere("crash:X")          # done: nobody needs to confirm it again
     assert C.done_signatures(make.store) == {"crash:X"}
     _finding(make.store, tmp / "findings", "crash:F", FindingState.FLAKY)  # set aside: done too
     assert C.done_signatures(make.store) == {"crash:X", "crash:F"}
@@ -128,6 +130,7 @@ def test_stale_claim_is_taken_over(claims_pair):
     assert dead.claim("crash:Y")
     taker = make("host/taker")
     taker.heartbeat()
+    assert not taker.taken_elsewhere("crash:Y")  # its holder is dead: worth confirming and taking over
     assert taker.claim("crash:Y") is True and taker.takeovers == ["crash:Y"]
     assert taker.holder("crash:Y")["worker"] == "host/taker"
     assert dead.claim("crash:Y") is False or dead.pid == taker.pid  # the old holder lost it

@@ -82,6 +82,7 @@ class FuzzConfig:
     # now, read at start and again at each run's start instead of every case under findings_dir;
     # on_state(sig, state, path, case) hears every finding written (open) and finished (replayed, flaky).
     claim: Callable[[str], bool] | None = None
+    taken: Callable[[str], bool] | None = None  # True: another worker has (or finished) this signature
     known_fn: Callable[[], set[str]] | None = None
     on_state: Callable[[str, FindingState, str, Case], None] | None = None
     # Persistent mode: at most this many cases per engine start (1: a fresh engine per case).
@@ -169,6 +170,8 @@ class FuzzLoop:
             v = result.verdict
             if v.status != "divergence" or v.signature in self.known:
                 continue
+            if self.cfg.taken is not None and self.cfg.taken(v.signature):
+                continue  # another worker is on it: no fresh engines spent confirming it again
             if result.trace.warm_cases:
                 confirmed = self._confirm(session, results, i)
                 if confirmed is None:
