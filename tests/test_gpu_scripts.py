@@ -138,6 +138,19 @@ def test_bg_detaches_and_clears_a_stale_status(tmp_path):
 
 
 @pytest.mark.engine
+def test_pack_copies_results_but_not_databases(tmp_path):
+    res, out = tmp_path / "res", tmp_path / "out"
+    (res / "c26" / "database").mkdir(parents=True)
+    (res / "c26" / "database" / "big").write_text("x" * 1000)
+    (res / "c26" / "summary.json").write_text("{}")
+    out.mkdir()
+    r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "pack.sh")], env={**os.environ, "HF_RES": str(res), "OUT": str(out)},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    names = subprocess.run(["tar", "-tzf", str(out / "res.tgz")], capture_output=True, text=True).stdout.split()
+    assert "res/c26/summary.json" in names and not any("database" in n for n in names)
+
+
 def test_run_campaign_reaches_hybridfuzz_and_leaves_its_log(site, tmp_path):
     """gpu/run-campaign.sh on a machine without CUDA: the plumbing (site, snapshot, output dir,
     fuzz.log) works and hybridfuzz refuses --engine gpu in one line with exit 3."""
