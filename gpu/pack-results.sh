@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Copy what a GPU session found into OUT, small enough to bring back: each campaign's summary,
-# campaign.json, findings (YAML), per-worker summaries and events, the tail of each job log.
+# campaign.json, findings (YAML) and their states, learnt refusals, per-worker summaries and events,
+# the tail of each job log (`hybridfuzz campaign-status --dir` works on the copy). Run it at the end
+# of every waiting call (into $OUT) while detached jobs run: results come back even if the host is
+# lost later.
 #
 #   gpu/pack-results.sh RES_DIR OUT_DIR
 set -uo pipefail
@@ -12,7 +15,7 @@ for d in "$res"/*/; do
   [ -f "$d/campaign.json" ] || [ -f "$d/summary.json" ] || continue
   n=$(basename "$d"); mkdir -p "$out/$n"
   cp "$d"/summary.json "$d"/campaign.json "$out/$n"/ 2>/dev/null
-  [ -d "$d/findings" ] && cp -r "$d/findings" "$out/$n/"
+  for sub in findings state refusals; do [ -d "$d/$sub" ] && cp -r "$d/$sub" "$out/$n/"; done
   for w in "$d"/workers/*/; do
     [ -d "$w" ] || continue; wn=$(basename "$w"); mkdir -p "$out/$n/workers/$wn"
     cp "$w"/summary.json "$w"/events.jsonl "$out/$n/workers/$wn"/ 2>/dev/null

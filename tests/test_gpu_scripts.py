@@ -138,17 +138,20 @@ def test_bg_detaches_and_clears_a_stale_status(tmp_path):
 
 
 @pytest.mark.engine
-def test_pack_copies_results_but_not_databases(tmp_path):
+def test_pack_results_brings_back_what_campaign_status_reads(tmp_path):
     res, out = tmp_path / "res", tmp_path / "out"
-    (res / "c26" / "database").mkdir(parents=True)
+    for sub in ("database", "state", "refusals", "findings", "workers/0"):
+        (res / "c26" / sub).mkdir(parents=True)
     (res / "c26" / "database" / "big").write_text("x" * 1000)
-    (res / "c26" / "summary.json").write_text("{}")
-    out.mkdir()
-    r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "pack.sh")], env={**os.environ, "HF_RES": str(res), "OUT": str(out)},
-                       capture_output=True, text=True, timeout=60)
+    (res / "c26" / "state" / "sig.json").write_text("{}")
+    (res / "c26" / "refusals" / "k.json").write_text("{}")
+    (res / "c26" / "campaign.json").write_text("{}")
+    (res / "c26" / "workers" / "0" / "events.jsonl").write_text("")
+    r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "pack-results.sh"), str(res), str(out)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    names = subprocess.run(["tar", "-tzf", str(out / "res.tgz")], capture_output=True, text=True).stdout.split()
-    assert "res/c26/summary.json" in names and not any("database" in n for n in names)
+    for kept in ("state/sig.json", "refusals/k.json", "campaign.json", "workers/0/events.jsonl"):
+        assert (out / "c26" / kept).exists(), kept
+    assert not (out / "c26" / "database").exists()
 
 
 def test_run_campaign_reaches_hybridfuzz_and_leaves_its_log(site, tmp_path):
