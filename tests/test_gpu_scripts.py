@@ -137,7 +137,6 @@ def test_bg_detaches_and_clears_a_stale_status(tmp_path):
     assert (res / "job.log").read_text() == "done\n"
 
 
-@pytest.mark.engine
 def test_pack_results_brings_back_what_campaign_status_reads(tmp_path):
     res, out = tmp_path / "res", tmp_path / "out"
     for sub in ("database", "state", "refusals", "findings", "workers/0"):
@@ -154,6 +153,7 @@ def test_pack_results_brings_back_what_campaign_status_reads(tmp_path):
     assert not (out / "c26" / "database").exists()
 
 
+@pytest.mark.engine
 def test_run_campaign_reaches_hybridfuzz_and_leaves_its_log(site, tmp_path):
     """gpu/run-campaign.sh on a machine without CUDA: the plumbing (site, snapshot, output dir,
     fuzz.log) works and hybridfuzz refuses --engine gpu in one line with exit 3."""
