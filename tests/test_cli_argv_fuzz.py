@@ -190,6 +190,29 @@ def test_ctrl_c_is_130_and_one_line(tmp_path):
     assert [ln for ln in err.splitlines() if ln.startswith("hybridfuzz:")] == ["hybridfuzz: interrupted"], err[-2000:]
 
 
+_CTRL_C_IN_GC_CALLBACK = """
+import gc, signal, sys
+from hybridfuzz import cli
+fired = []
+def ctrl_c_inside_gc(phase, info):  # the Ctrl-C lands while Python runs a gc callback, as seen in CI
+    if not fired and getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "on_sigint":
+        fired.append(1)
+        signal.raise_signal(signal.SIGINT)
+gc.callbacks.append(ctrl_c_inside_gc)
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_inside_a_gc_callback_is_still_130(tmp_path):
+    """Python cannot propagate an exception out of a gc callback; the lost KeyboardInterrupt must not let
+    the command run on (CI exited 1 with an "Exception ignored" traceback)."""
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_IN_GC_CALLBACK, "check-components", "--examples", "1000", "--out", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300, preexec_fn=_default_sigint)
+    assert proc.returncode == errors.INTERRUPTED, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("hybridfuzz:")] == ["hybridfuzz: interrupted"]
+
+
 @pytest.mark.engine
 def test_ctrl_c_during_fuzz_keeps_what_was_found(tmp_path):
     """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) once the injected

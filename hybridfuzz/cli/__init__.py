@@ -90,7 +90,17 @@ def main(argv: list[str] | None = None) -> int:
         interrupted.append(True)
         raise KeyboardInterrupt
 
+    def on_unraisable(unraisable):
+        """A KeyboardInterrupt raised while Python runs a callback it cannot propagate from (a gc callback of
+        torch's, seen in CI) is printed as "Exception ignored" and lost: the command would run on. Deliver the
+        Ctrl-C again, silently, from a thread: it lands once the callback has returned."""
+        if interrupted and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            threading.Timer(0.05, signal.raise_signal, (signal.SIGINT,)).start()
+            return
+        previous_hook(unraisable)
+
     previous = signal.signal(signal.SIGINT, on_sigint) if threading.current_thread() is threading.main_thread() else None
+    previous_hook, sys.unraisablehook = sys.unraisablehook, on_unraisable
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -110,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"hybridfuzz: {line}", file=sys.stderr, flush=True)
         return code
     finally:
+        sys.unraisablehook = previous_hook
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
 
