@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hybridfuzz.case import Case
-from hybridfuzz.oracles.consistency import check_self_consistency
+from hybridfuzz.oracles.consistency import check_self_consistency, control_case, needs_control
 from hybridfuzz.oracles.health import check_health
 from hybridfuzz.oracles.prefix_cache import check_prefix_cache
 from hybridfuzz.oracles.reference import check_reference
@@ -18,14 +18,15 @@ class Result:
     trace: Trace
     reference: Trace | None = None
     extra: dict = field(default_factory=dict)
+    control: Trace | None = None  # the attention-only control's run, when the verdict needed one
 
 
 def needs_reference(case: Case) -> bool:
     return "reference" in case.oracle.checks and case.reference_case().engine != case.engine
 
 
-def judge(case: Case, trace: Trace, ref: Trace | None) -> Verdict:
-    """Pure: apply the case's checks to traces already run."""
+def judge(case: Case, trace: Trace, ref: Trace | None, control: Trace | None = None) -> Verdict:
+    """Pure: apply the case's checks to traces already run (control: see oracles/consistency.py)."""
     checks = case.oracle.checks
     verdicts = [check_health(trace, case=case)]  # case: the sleep/wake table decides refused protocol calls
     if verdicts[0].status != "pass":
@@ -38,7 +39,7 @@ def judge(case: Case, trace: Trace, ref: Trace | None) -> Verdict:
             v.summary = "reference run failed too: " + v.summary
             return v
     if "self_consistency" in checks:
-        verdicts.append(check_self_consistency(case, trace))
+        verdicts.append(check_self_consistency(case, trace, control=control))
     if "reference" in checks and ref is not None:
         verdicts.append(check_reference(case, trace, ref))
     if "self_consistency" in checks:  # last: a cost finding never hides a correctness one (combine: first wins)
@@ -122,7 +123,21 @@ def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = 
             reference = traces[ref][p] if ref is not None and p is not None and p < len(traces[ref]) else None
             results.append(Result(judge(case, trace, reference), trace, reference))
         out.append(results)
+    _run_controls(out, [c for cases in sessions for c in cases], host, timeout)
     return out
+
+
+def _run_controls(out: list[list[Result]], cases: list[Case], host, timeout: float | None) -> None:
+    """Judge again, with its attention-only control run on a fresh engine, every schedule-only
+    self-consistency divergence (oracles/consistency.py): all controls at once, only where needed."""
+    results = [r for rs in out for r in rs]
+    todo = [(c, r) for c, r in zip(cases, results) if r.verdict.status == "divergence" and needs_control(c, r.verdict)]
+    if not todo:
+        return
+    traces = host.run_sessions([[control_case(c)] for c, _ in todo], timeout)
+    for (case, result), trace in zip(todo, traces):
+        result.control = trace[0] if trace else None
+        result.verdict = judge(case, result.trace, result.reference, result.control)
 
 
 def evaluate_many(cases: list[Case], host, timeout: float | None = None) -> list[Result]:

@@ -81,25 +81,68 @@ def repeated_pairs(case: Case, trace: Trace):
             yield fidx, fr, _first_tokens(fresult, n), idx, r, _first_tokens(result, n), prompt
 
 
-def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None) -> Verdict:
-    """tol: default ``tolerance_for`` the trace's device."""
-    tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
-    compared = 0
+# Symptoms of pairs with no protocol step between their runs: only the schedule (batch shape, chunk
+# boundaries, a prefix-cache hit) differed, and an engine that is not batch-invariant may differ there
+# without a bug. The attention-only control decides (``check_self_consistency``).
+SCHEDULE_ONLY = ("first-request-differs", "repeat-differs")
+
+
+def control_case(case: Case) -> Case | None:
+    """The case on its model's attention-only control (hybridfuzz.model.attention_control), or None."""
+    from hybridfuzz.model import attention_control
+
+    spec = attention_control(case.model)
+    return None if spec is None else case.replace(model=spec, observed=[], expect={})
+
+
+def needs_control(case: Case, verdict: Verdict) -> bool:
+    """A schedule-only self-consistency divergence, on a model that has an attention-only control."""
+    return (verdict.oracle == "self_consistency" and verdict.symptom in SCHEDULE_ONLY
+            and control_case(case) is not None)
+
+
+def _symptom(case: Case, trace: Trace, fidx: int, idx: int) -> str:
+    between = {type(s).__name__ for s in case.steps[fidx + 1:idx]}
+    # The protocol step between the two runs names the bug's kind: a reload, a sleep/wake, or neither.
+    if "ReloadWeights" in between:
+        return "reload-differs"
+    if "Sleep" in between:
+        return "wake-differs"
+    return "first-request-differs" if fidx == next(compared_results(case, trace))[0] else "repeat-differs"
+
+
+def _mismatches(case: Case, trace: Trace, tol: Tolerance):
     for fidx, fr, ref, idx, r, result, prompt in repeated_pairs(case, trace):
-        compared += 1
         # Requests left in flight share batches with others and resume after a sleep by recomputation.
         pair_tol = SCHEDULE_VARIANCE if isinstance(case.steps[idx], Submit) else tol
-        m = compare_requests(ref, result, pair_tol)  # type: ignore[arg-type]
-        if m:
-            cached = f"cached tokens {ref.num_cached_tokens} vs {result.num_cached_tokens}"  # type: ignore[attr-defined]
-            first_req = fidx == next(compared_results(case, trace))[0]
-            between = {type(s).__name__ for s in case.steps[fidx + 1:idx]}
-            # The protocol step between the two runs names the bug's kind: a reload, a sleep/wake, or neither.
-            symptom = ("reload-differs" if "ReloadWeights" in between else "wake-differs" if "Sleep" in between
-                       else "first-request-differs" if first_req else "repeat-differs")
-            return Verdict(
-                "divergence", "self_consistency",
-                f"identical prompt (len {len(prompt)}) gave different output: step {fidx} req {fr} vs {_describe(case, idx)} req {r}, from token {m.position}",
-                [f"earlier: {m.a_tokens}", f"later:   {m.b_tokens}", f"why: {m.reason}", cached],
-                symptom=symptom, where=output_where(m.position, case.model.architecture))
-    return Verdict("pass", "self_consistency", f"{compared} repeated requests agree")
+        yield (fidx, fr, idx, r), compare_requests(ref, result, pair_tol), ref, result, prompt  # type: ignore[arg-type]
+
+
+def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None, control: Trace | None = None) -> Verdict:
+    """tol: default ``tolerance_for`` the trace's device. control: the trace of ``control_case(case)``; a
+    schedule-only pair that differs there too is the engine's schedule noise, not recurrent state, and is
+    skipped (the same prompts, engine and schedule without recurrent layers)."""
+    tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
+    noisy = set()
+    if control is not None and control.outcome == "ok":
+        noisy = {pair for pair, m, *_ in _mismatches(control_case(case) or case, control, tol) if m}
+    compared = skipped = 0
+    for pair, m, ref, result, prompt in _mismatches(case, trace, tol):
+        compared += 1
+        if not m:
+            continue
+        fidx, fr, idx, r = pair
+        symptom = _symptom(case, trace, fidx, idx)
+        if symptom in SCHEDULE_ONLY and pair in noisy:
+            skipped += 1
+            continue
+        cached = f"cached tokens {ref.num_cached_tokens} vs {result.num_cached_tokens}"  # type: ignore[attr-defined]
+        evidence = [f"earlier: {m.a_tokens}", f"later:   {m.b_tokens}", f"why: {m.reason}", cached]
+        if control is not None and symptom in SCHEDULE_ONLY:
+            evidence.append("attention-only control: agrees (the recurrent layers are needed)")
+        return Verdict(
+            "divergence", "self_consistency",
+            f"identical prompt (len {len(prompt)}) gave different output: step {fidx} req {fr} vs {_describe(case, idx)} req {r}, from token {m.position}",
+            evidence, symptom=symptom, where=output_where(m.position, case.model.architecture))
+    noise = f"; {skipped} differ on the attention-only control too (schedule noise)" if skipped else ""
+    return Verdict("pass", "self_consistency", f"{compared} repeated requests agree{noise}")

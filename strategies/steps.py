@@ -102,6 +102,7 @@ def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: boo
     actions = draw(st.lists(st.sampled_from(ACTIONS), min_size=min(min_actions, max_steps), max_size=max_steps))
     steps: list = []
     state = sleepwake.State()
+    probe_due = False  # a protocol step followed a generate, and no request has run since
     for action in actions:
         earlier = [s for s in steps if isinstance(s, Generate)] if action == "repeat" else []
         if earlier:
@@ -124,12 +125,15 @@ def step_scripts(draw, max_steps: int = 6, vocab_size: int = 512, has_sleep: boo
             continue
         steps.append(step)
         state = sleepwake.apply(state, step, host)
+        state, probe_due = _probe(steps, state, host, probe_due or isinstance(step, PROTOCOL_STEPS))
     if not steps:
         steps.append(draw(generate_steps(pool)))
     elif not state.awake:
         steps.append(WakeUp(tags=None))
         state = sleepwake.apply(state, steps[-1], host)
-    return steps + _closing_repeat(steps, state, host)
+        probe_due = True
+    _probe(steps, state, host, probe_due)
+    return steps
 
 
 def _resend(step: Generate) -> Generate:
@@ -137,13 +141,21 @@ def _resend(step: Generate) -> Generate:
     return dataclasses.replace(step, prompts=[list(p) for p in step.prompts])
 
 
-def _closing_repeat(steps: list, state: sleepwake.State, host: sleepwake.Host) -> list:
-    """The first generate again at the end, when protocol steps followed it: every sleep, wake, reset or
-    reload in the script is then bracketed by identical requests, which is what self-consistency compares.
-    (Drawn repeats land after a protocol step in about 3 % of 4-step scripts.) Derived, not drawn, like the
-    closing wake-up: shrinking removes the steps in between and this follows."""
-    first = next((i for i, s in enumerate(steps) if isinstance(s, Generate)), None)
-    if first is None or all(isinstance(s, Generate) for s in steps[first:]):
-        return []
-    again = _resend(steps[first])
-    return [again] if sleepwake.expect(state, again, host).call == "succeeds" else []
+PROTOCOL_STEPS = (Sleep, WakeUp, ResetPrefixCache, ReloadWeights)
+
+
+def _probe(steps: list, state: sleepwake.State, host: sleepwake.Host, due: bool) -> tuple[sleepwake.State, bool]:
+    """After a protocol step (sleep, wake, reset, reload), the first request that can run is the first
+    generate again, appended in place: self-consistency compares identical requests only, and the first
+    request after a transition is the one a bug there reaches (a reset or a wake that leaves stale state
+    poisons the next new request, and later requests may not see it). Derived, not drawn, like the closing
+    wake-up: shrinking removes the steps in between and the probe follows. Returns the state and whether a
+    probe is still due (the engine cannot take a request yet, e.g. asleep)."""
+    first = next((s for s in steps if isinstance(s, Generate)), None)
+    if not due or first is None:
+        return state, False  # protocol steps before the first request have nothing to compare against
+    again = _resend(first)
+    if sleepwake.expect(state, again, host).call != "succeeds":
+        return state, True
+    steps.append(again)
+    return sleepwake.apply(state, again, host), False

@@ -89,6 +89,36 @@ def test_repeats_with_other_max_tokens_are_compared_over_the_shorter_run():
     assert v.status == "divergence" and "from token 0" in v.summary
 
 
+def test_a_schedule_only_difference_the_attention_only_control_shares_is_noise():
+    """Two identical requests in one batch differ (first-request-differs): a divergence unless the control (the
+    same case with attention for every recurrent layer) differs on the same pair; a wake-differs pair never
+    asks the control, and an agreeing control is written into the evidence."""
+    from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, WakeUp
+    from hybridfuzz.model import attention_control, ModelSpec
+    from hybridfuzz.oracles.consistency import check_self_consistency, control_case, needs_control
+    from hybridfuzz.trace import StepResult, Trace
+
+    case, trace = _repeat_case_and_trace("cpu", -0.6)
+    agreeing_control = Trace(outcome="ok", env={"device": "cpu"}, steps=[StepResult(index=0, kind="generate", outputs=[A, A])])
+    _, differing_control = _repeat_case_and_trace("cpu", -0.6)
+    alone = check_self_consistency(case, trace)
+    assert alone.status == "divergence" and alone.symptom == "first-request-differs" and needs_control(case, alone)
+    v = check_self_consistency(case, trace, control=agreeing_control)
+    assert v.status == "divergence" and v.signature == alone.signature and "control: agrees" in v.evidence[-1]
+    noise = check_self_consistency(case, trace, control=differing_control)
+    assert noise.status == "pass" and "schedule noise" in noise.summary
+    assert control_case(case).model.layers == ("full_attention", "full_attention")  # ModelSpec() is [linear, full]
+    # a sleep between the runs: the protocol, not the schedule, differs; a control would prove nothing
+    woke = Case(ModelSpec(), [Generate([[5, 6, 7]], max_tokens=2), Sleep(), WakeUp(), Generate([[5, 6, 7]], max_tokens=2)], EngineConfig())
+    later = req([10, 11], [[(10, -0.6), (20, -1.5)], [(11, -0.3), (21, -2.0)]])
+    steps = [StepResult(index=0, kind="generate", outputs=[A]), StepResult(index=3, kind="generate", outputs=[later])]
+    w = check_self_consistency(woke, Trace(outcome="ok", env={"device": "cpu"}, steps=steps), control=differing_control)
+    assert w.status == "divergence" and w.symptom == "wake-differs" and not needs_control(woke, w)
+    # families without an attention layer of their own get no control: the divergence stands
+    assert attention_control(ModelSpec(architecture="falcon_h1", layers=("parallel",))) is None
+    assert attention_control(ModelSpec(architecture="nemotron_h", layers=("mamba", "mlp", "attention"))).layers == ("attention", "mlp", "attention")
+
+
 def test_a_wrong_output_signature_names_the_family_so_a_known_bug_masks_no_other():
     """One symptom on two families is two findings; on one family, one (crashes name their code instead)."""
     from hybridfuzz.case import Case, EngineConfig, Generate

@@ -156,6 +156,21 @@ def test_generated_scripts_follow_the_protocol_end_awake_and_round_trip(steps):
     assert load_case(dump_case(case)).steps == steps
 
 
+@settings(max_examples=200, deadline=None, database=None)
+@given(step_scripts(6))
+def test_the_first_request_after_every_protocol_step_is_the_first_generate_again(steps):
+    """A bug at a transition (a reset or a wake that leaves stale state) poisons the next new request only:
+    that request must have an earlier twin for self-consistency to compare it with (the probe)."""
+    requests = [i for i, s in enumerate(steps) if isinstance(s, (Generate, Submit))]
+    if not requests:
+        return
+    first = steps[requests[0]]
+    for i, step in enumerate(steps):
+        if i > requests[0] and isinstance(step, (Sleep, WakeUp, ResetPrefixCache, ReloadWeights)):
+            after = next(steps[j] for j in requests if j > i)  # the offline host always ends awake with a probe
+            assert isinstance(after, Generate) and after.prompts == first.prompts, (i, steps)
+
+
 def test_single_tag_wake_and_bare_reload_load_from_yaml():
     case = load_case("model: {layers: [linear_attention]}\nsteps: [{sleep: {level: 2}}, {wake_up: {tags: [weights]}}, reload_weights, "
                      "{wake_up: {tags: [kv_cache]}}]")

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from hybridfuzz.model.falcon_h1 import FALCON_H1
@@ -22,10 +22,10 @@ from hybridfuzz.model.jamba import JAMBA
 from hybridfuzz.model.lfm2 import LFM2
 from hybridfuzz.model.nemotron_h import NEMOTRON_H
 from hybridfuzz.model.qwen3_next import QWEN3_5, QWEN3_NEXT
-from hybridfuzz.model.spec import FULL, LINEAR, Family, Init, ModelSpec, layer_pattern
+from hybridfuzz.model.spec import FULL, LINEAR, RECURRENT_KINDS, Family, Init, ModelSpec, layer_pattern
 from hybridfuzz.model.zamba2 import ZAMBA2
 
-__all__ = ["FAMILIES", "FULL", "LAYER_KINDS", "LINEAR", "Family", "ModelSpec", "build_model", "check_spec",
+__all__ = ["FAMILIES", "FULL", "LAYER_KINDS", "LINEAR", "Family", "ModelSpec", "attention_control", "build_model", "check_spec",
            "content_hash", "hf_config", "layer_pattern", "make_tensor", "tensor_plan", "tensor_shapes"]
 
 # Every family the builder writes, simplest first (strategies shrink toward the first).
@@ -90,6 +90,19 @@ def make_tensor(name: str, shape: tuple[int, ...], seed: int, init: Init = ("nor
         return torch.empty(shape).uniform_(1.0, 16.0, generator=g).log()
     w = torch.randn(shape, generator=g)
     return w if gain == 0 else w * (gain / shape[-1] ** 0.5)
+
+
+def attention_control(spec: ModelSpec) -> ModelSpec | None:
+    """The same model with every recurrent layer replaced by the family's attention layer: same sizes, seed,
+    prompts and engine, no recurrent state. What it does on a schedule (batch shape, chunking, a cache hit) is
+    the engine's schedule noise; None where the family has no attention layer of its own or rejects the
+    pattern (jamba's period rule)."""
+    family = FAMILIES.get(spec.architecture)
+    if family is None or family.attention_kind is None:
+        return None
+    layers = tuple(family.attention_kind if kind in RECURRENT_KINDS else kind for kind in spec.layers)
+    control = replace(spec, layers=layers)
+    return control if check_spec(control) is None else None
 
 
 def content_hash(spec: ModelSpec) -> str:

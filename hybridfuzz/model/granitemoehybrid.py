@@ -49,4 +49,4 @@ def plan(spec: ModelSpec) -> dict:
 
 
 GRANITEMOEHYBRID = Family("granitemoehybrid", "GraniteMoeHybridForCausalLM", ("mamba", "attention"), "mamba2",
-                          config, plan, summary="Mamba2 or attention per layer, each with a shared MLP")
+                          config, plan, summary="Mamba2 or attention per layer, each with a shared MLP", attention_kind="attention")

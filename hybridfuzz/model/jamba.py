@@ -79,4 +79,4 @@ def check_layers(layers: tuple[str, ...]) -> str | None:
 
 
 JAMBA = Family("jamba", "JambaForCausalLM", ("mamba", "attention"), "mamba1", config, plan, check_layers,
-               summary="Mamba1 and attention (periodic), MoE every other layer")
+               summary="Mamba1 and attention (periodic), MoE every other layer", attention_kind="attention")

@@ -53,4 +53,4 @@ def plan(spec: ModelSpec) -> dict:
 
 
 LFM2 = Family("lfm2", "Lfm2ForCausalLM", KINDS, "shortconv", config, plan, conv_kernels=(2, 3, 4),
-              summary="gated short convolutions and attention")
+              summary="gated short convolutions and attention", attention_kind="full_attention")

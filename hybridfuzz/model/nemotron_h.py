@@ -49,4 +49,4 @@ def check_layers(layers: tuple[str, ...]) -> str | None:
 
 
 NEMOTRON_H = Family("nemotron_h", "NemotronHForCausalLM", tuple(SYMBOLS), "mamba2", config, plan, check_layers,
-                    summary="Mamba2, attention and MLP blocks in any order")
+                    summary="Mamba2, attention and MLP blocks in any order", attention_kind="attention")

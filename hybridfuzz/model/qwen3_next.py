@@ -98,6 +98,6 @@ def qwen35_plan(spec: ModelSpec) -> dict:
 
 
 QWEN3_NEXT = Family("qwen3_next", "Qwen3NextForCausalLM", (LINEAR, FULL), "gdn", next_config, next_plan,
-                    summary="Gated DeltaNet + gated attention, MoE MLPs")
+                    summary="Gated DeltaNet + gated attention, MoE MLPs", attention_kind=FULL)
 QWEN3_5 = Family("qwen3_5", "Qwen3_5ForCausalLM", (LINEAR, FULL), "gdn", qwen35_config, qwen35_plan,
-                 summary="Gated DeltaNet + gated attention, dense MLPs (text model of Qwen3.5)")
+                 summary="Gated DeltaNet + gated attention, dense MLPs (text model of Qwen3.5)", attention_kind=FULL)

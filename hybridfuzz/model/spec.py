@@ -84,6 +84,13 @@ class Family:
     check_layers: Callable[[tuple[str, ...]], str | None] = lambda layers: None
     conv_kernels: tuple[int, ...] = (2, 3, 4)
     summary: str = ""
+    # The family's plain attention layer kind, which stands in for every recurrent layer in the attention-only
+    # control (oracles/consistency.py); None where the family has none of its own (parallel or tied blocks).
+    attention_kind: str | None = None
+
+
+# The recurrent layer kinds of every family (GDN, short conv, Mamba): what the attention-only control replaces.
+RECURRENT_KINDS = frozenset({LINEAR, "conv", "mamba"})
 
 
 def mlp_plan(prefix: str, h: int, i: int, gate: str = "gate_proj", up: str = "up_proj", down: str = "down_proj") -> dict:
