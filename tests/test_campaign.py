@@ -322,3 +322,26 @@ def test_a_worker_keeps_examples_another_worker_is_shrinking():
     db.keep = False  # known/done or this worker's own: Hypothesis may clean up
     db.delete(b"k", b"x")
     assert list(inner.fetch(b"k")) == []
+
+
+@pytest.mark.engine
+def test_staggered_start_waits_for_a_leader_to_run_steps(tmp_path):
+    """GPU campaigns start one leader per GPU and the rest once a leader's engine has run steps (its JIT caches
+    are then warm); forced on here on CPU with two real workers."""
+    import time
+
+    from hybridfuzz.campaign.config import WorkerSettings
+    from hybridfuzz.campaign.records import iter_events
+    from hybridfuzz.campaign.supervisor import CampaignSupervisor
+
+    said: list[tuple[float, str]] = []
+    campaign = CampaignSupervisor(str(tmp_path), 75, workers=2, engine="cpu", stagger=True, status_every_s=600,
+                                  settings=WorkerSettings(max_layers=2, max_steps=2), log=lambda m: said.append((time.time(), m)))
+    assert campaign._leaders() == [0]
+    summary = campaign.run()
+    started = [t for t, m in said if "starting the other 1 workers" in m]
+    assert started, said
+    stepped = [e.wall for e in iter_events(str(tmp_path)) if e.worker == "0" and e.steps_s > 0]
+    assert stepped and min(stepped) <= started[0] + 0.5, (stepped, said)  # the leader had run steps first
+    assert "1" in summary["per_worker"] and (tmp_path / "workers" / "1" / "worker.log").exists(), summary["per_worker"]
+    assert CampaignSupervisor(str(tmp_path / "x"), 1, workers=3, engine="cpu").stagger is False  # CPU default: all at once
