@@ -55,7 +55,8 @@ def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
                         # the fault needs a KV dtype other than the model's; float16 runs on any x86 CPU (fp8 needs
                         # AVX-512), and the undeclared dtypes the CPU engine accepts are real bugs of their own (corpus/found)
                         "--kv-dtypes", "float16",
-                        # one family: LFM2 has a real batch-order divergence of its own (untriaged) that would take the budget
+                        # one family: the fault acts in GDN layers; LFM2's batch-shape drift, which took the budget before the
+                        # attention-only control judged it noise (corpus/noise/), would still cost a control run per hit
                         "--families", "qwen3_next"], env=env, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 1, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
