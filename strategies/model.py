@@ -2,17 +2,22 @@
 (1 to 8 layers), its own knobs (conv width, SSM state size), and a weights seed.
 
 Each choice lists its simplest value first, so shrinking moves toward qwen3_next (the
-first family), fewer layers, the default conv width and state size. Engine knobs that
+first family), fewer layers, the default conv width and state size, and short memory (the HF
+init; ``memory: long`` stays in a minimal case only when the bug needs a state that lasts). Engine knobs that
 only exist for some families (``mamba_ssm_cache_dtype``) are drawn by ``family_engine_extra``.
 """
 from __future__ import annotations
 
+import typing
+
 from hypothesis import strategies as st
 
 from hybridfuzz.model import FAMILIES, FULL, LINEAR, ModelSpec, check_spec
+from hybridfuzz.model.spec import Memory
 
 SSM_STATE_SIZES = (64, 16, 32, 128)
 MAMBA_FAMILIES_MIXERS = ("mamba1", "mamba2")
+MEMORIES = typing.get_args(Memory)  # "short" (the default) first
 
 
 def layer_orders(min_layers: int = 1, max_layers: int = 8, kinds=(LINEAR, FULL)) -> st.SearchStrategy[tuple[str, ...]]:
@@ -45,7 +50,9 @@ def model_specs(draw, max_layers: int = 8, families: tuple[str, ...] = ("qwen3_n
     conv_kernel = draw(st.sampled_from(kernels)) if family != "qwen3_next" else 4
     state = draw(st.sampled_from(SSM_STATE_SIZES)) if fam.mixer in MAMBA_FAMILIES_MIXERS else 64
     seed = draw(st.integers(0, 3))
-    spec = ModelSpec(layers=layers, architecture=family, conv_kernel=conv_kernel, ssm_state_size=state, seed=seed)
+    # Long memory carries a stale or corrupt state through the prompt to the output (ModelSpec.memory).
+    memory = draw(st.sampled_from(MEMORIES)) if fam.mixer != "shortconv" else "short"
+    spec = ModelSpec(layers=layers, architecture=family, conv_kernel=conv_kernel, ssm_state_size=state, seed=seed, memory=memory)
     assert check_spec(spec) is None, check_spec(spec)
     return spec
 

@@ -61,8 +61,9 @@ def test_cache_key_is_the_content():
     others = [ModelSpec(layers=("attention", "mamba"), architecture="nemotron_h"),
               ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h", conv_kernel=3),
               ModelSpec(layers=("mamba", "attention"), architecture="granitemoehybrid"),
-              ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h", seed=1)]
-    assert len({content_hash(s) for s in [base, *others]}) == 5
+              ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h", seed=1),
+              ModelSpec(layers=("mamba", "attention"), architecture="nemotron_h", memory="long")]
+    assert len({content_hash(s) for s in [base, *others]}) == 6
 
 
 FAMILY_ERRORS = [
@@ -74,6 +75,8 @@ FAMILY_ERRORS = [
     ("{layers: [conv], architecture: lfm2, conv_kernel: 9}", "model.conv_kernel", "lfm2 takes"),
     ("{layers: [mamba], architecture: nemotron_h, ssm_state_size: 7}", "model.ssm_state_size", "16, 32"),
     ("{layers: [mamba, attention], architecture: zamba2}", "model.layers[1]", "zamba2 layers are mamba or hybrid"),
+    ("{layers: [conv], architecture: lfm2, memory: long}", "model.memory", "no state decay"),
+    ("{layers: [linear_attention], memory: forever}", "model.memory", "short, long"),
 ]
 
 
@@ -105,6 +108,28 @@ def test_strategies_draw_only_the_platforms_families_with_valid_patterns():
 
     run()
     assert drawn == set(offered)
+
+
+def test_long_memory_keeps_a_state_across_a_prompt_and_short_memory_forgets_it():
+    """The per-token decay exp(-A softplus(dt_bias)) of every GDN/Mamba head, at the strategy's mean
+    input (dt input 0): short (the HF init) forgets within a few tokens, long keeps most of a state
+    over 24 tokens. Every family with a decay draws its dt bias through one rule (spec.dt_bias_init)."""
+    import torch
+
+    from hybridfuzz.model import make_tensor, tensor_plan
+
+    for family, layers in (("qwen3_next", ("linear_attention",)), ("nemotron_h", ("mamba",)), ("jamba", ("mamba",))):
+        decay = {}
+        for memory in ("short", "long"):
+            plan = tensor_plan(ModelSpec(layers=layers, architecture=family, memory=memory))
+            a_name = next(n for n in plan if n.endswith("A_log"))
+            dt_name = next(n for n in plan if n.endswith("dt_bias") or n.endswith("dt_proj.bias"))
+            a = make_tensor(a_name, plan[a_name][0], 0, plan[a_name][1])
+            dt = torch.nn.functional.softplus(make_tensor(dt_name, plan[dt_name][0], 0, plan[dt_name][1]))
+            dt = dt.reshape(dt.shape + (1,) * (a.dim() - dt.dim()))
+            decay[memory] = torch.exp(-a.exp() * dt)
+        assert decay["short"].max() < 0.3, (family, decay["short"].max())
+        assert decay["long"].min() ** 24 > 0.02, (family, decay["long"].min())
 
 
 # ---------------------------------------------------------------- zamba2 (shared attention blocks)

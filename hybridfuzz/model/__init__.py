@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from dataclasses import asdict, replace
@@ -55,6 +56,8 @@ def check_spec(spec: ModelSpec) -> tuple[str, str] | None:
         return "conv_kernel", f"{family.name} takes {', '.join(map(str, family.conv_kernels))}; got {spec.conv_kernel}"
     if spec.ssm_state_size not in (16, 32, 64, 128):
         return "ssm_state_size", f"must be 16, 32, 64 or 128; got {spec.ssm_state_size}"
+    if spec.memory != "short" and family.mixer == "shortconv":
+        return "memory", f"{family.name}'s short convolution has no state decay; memory must be short"
     return None
 
 
@@ -76,7 +79,7 @@ def make_tensor(name: str, shape: tuple[int, ...], seed: int, init: Init = ("nor
     """One tensor, drawn from its own generator so order and version never matter.
 
     ("normal", g): N(0, 1) * g / sqrt(shape[-1]), or plain N(0, 1) for g == 0 (embeddings);
-    "alog": log of U(1, 16), the SSM decay init; "zeros" / "ones": constants.
+    "alog": log of U(1, 16), the SSM decay init; "dt_long": a long-memory dt bias; "zeros" / "ones": constants.
     """
     import torch
 
@@ -88,6 +91,9 @@ def make_tensor(name: str, shape: tuple[int, ...], seed: int, init: Init = ("nor
     g = torch.Generator().manual_seed(int(hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()[:15], 16))
     if kind == "alog":
         return torch.empty(shape).uniform_(1.0, 16.0, generator=g).log()
+    if kind == "dt_long":
+        dt = torch.empty(shape).uniform_(math.log(1e-3), math.log(1e-2), generator=g).exp()
+        return dt + torch.log(-torch.expm1(-dt))  # softplus^-1(dt)
     w = torch.randn(shape, generator=g)
     return w if gain == 0 else w * (gain / shape[-1] ** 0.5)
 

@@ -6,7 +6,7 @@ layers are MoE with two experts, both always routed.
 """
 from __future__ import annotations
 
-from hybridfuzz.model.spec import (MIXER_GAIN, NORMAL, ONES, ZEROS, ALOG, Family, ModelSpec, attention_plan,
+from hybridfuzz.model.spec import (MIXER_GAIN, NORMAL, ONES, ZEROS, ALOG, Family, ModelSpec, attention_plan, dt_bias_init,
                                    mlp_plan)
 
 NUM_EXPERTS = 2
@@ -64,7 +64,7 @@ def plan(spec: ModelSpec) -> dict:
         out.update({m + "in_proj.weight": ((2 * inner, h), NORMAL),
                     m + "conv1d.weight": ((inner, 1, spec.conv_kernel), NORMAL), m + "conv1d.bias": ((inner,), ZEROS),
                     m + "x_proj.weight": ((DT_RANK + 2 * n_state, inner), NORMAL),
-                    m + "dt_proj.weight": ((inner, DT_RANK), NORMAL), m + "dt_proj.bias": ((inner,), ONES),
+                    m + "dt_proj.weight": ((inner, DT_RANK), NORMAL), m + "dt_proj.bias": ((inner,), dt_bias_init(spec)),
                     m + "A_log": ((inner, n_state), ALOG), m + "D": ((inner,), ONES),
                     m + "out_proj.weight": ((h, inner), ("normal", MIXER_GAIN)),
                     m + "dt_layernorm.weight": ((DT_RANK,), ONES), m + "b_layernorm.weight": ((n_state,), ONES),

@@ -7,7 +7,7 @@ input projection (in_proj_qkv / z / b / a).
 """
 from __future__ import annotations
 
-from hybridfuzz.model.spec import (FULL, LINEAR, MIXER_GAIN, NORMAL, ONES, ZEROS, ALOG, Family, ModelSpec,
+from hybridfuzz.model.spec import (FULL, LINEAR, MIXER_GAIN, NORMAL, ONES, ZEROS, ALOG, Family, ModelSpec, dt_bias_init,
                                    attention_plan, mlp_plan)
 
 NUM_EXPERTS = 2
@@ -63,7 +63,7 @@ def _layer_common(p: str, spec: ModelSpec, kind: str, split_gdn: bool) -> dict:
             out[a + "in_proj_qkvz.weight"] = ((2 * key_dim + 2 * value_dim, h), NORMAL)
             out[a + "in_proj_ba.weight"] = ((2 * nv, h), NORMAL)
         out[a + "conv1d.weight"] = ((2 * key_dim + value_dim, 1, spec.conv_kernel), NORMAL)
-        out[a + "dt_bias"] = ((nv,), ONES)
+        out[a + "dt_bias"] = ((nv,), dt_bias_init(spec))
         out[a + "A_log"] = ((nv,), ALOG)
         out[a + "norm.weight"] = ((spec.linear_value_head_dim,), ONES)
         out[a + "out_proj.weight"] = ((h, value_dim), ("normal", MIXER_GAIN))

