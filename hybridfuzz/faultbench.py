@@ -80,12 +80,19 @@ def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit,
     # started where SIGINT is ignored (a background job, a test run) could not stop its trials. Default it.
     child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    while child.poll() is None:
-        time.sleep(poll_s)
-        if credit is not None and any(credit(p) for p in sorted(glob.glob(os.path.join(found_dir, "*.yaml")))):
-            child.send_signal(signal.SIGINT)
-            break
-    child.wait()
+    try:
+        while child.poll() is None:
+            time.sleep(poll_s)
+            if credit is not None and any(credit(p) for p in sorted(glob.glob(os.path.join(found_dir, "*.yaml")))):
+                child.send_signal(signal.SIGINT)
+                break
+        child.wait()
+    except KeyboardInterrupt:
+        # A SIGINT sent to the bench alone (kill -INT, a supervisor) would leave the trial running on as an
+        # orphan (seen 2026-12-01): pass it on, and wait while the trial writes what it found and its summary.
+        child.send_signal(signal.SIGINT)
+        child.wait()
+        raise
 
 
 def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: list[str], timeout: float = 300.0,

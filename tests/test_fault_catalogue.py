@@ -161,3 +161,30 @@ def test_bench_stops_a_trial_at_its_first_credited_case(tmp_path):
     with open(tmp_path / "log", "w") as log:
         _fuzz_until_credited(quick, dict(os.environ), log, str(found), credit=lambda path: seen.append(path) or False, poll_s=0.2)
     assert seen and time.time() - t0 >= 1
+
+
+def test_a_ctrl_c_sent_to_the_bench_alone_stops_its_trial_too(tmp_path, monkeypatch):
+    """A SIGINT that reaches the bench but not its trial (kill -INT to one pid) is passed on: the trial
+    writes what it found (here a marker) and exits, instead of running on as an orphan."""
+    from hybridfuzz.faultbench import _fuzz_until_credited
+
+    marker = tmp_path / "stopped"
+    child = [sys.executable, "-c", "import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
+                                   f"    open({str(marker)!r}, 'w').close()\n    raise SystemExit(130)"]
+    started = []
+
+    def interrupted(path):  # the bench's poll is where the signal lands
+        raise KeyboardInterrupt
+
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    (tmp_path / "found").mkdir()
+    (tmp_path / "found" / "a.yaml").write_text("")
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with open(tmp_path / "log", "w") as log, pytest.raises(KeyboardInterrupt):
+        _fuzz_until_credited(child, dict(os.environ), log, str(tmp_path / "found"), credit=interrupted, poll_s=1.0)
+    assert started[0].poll() == 130 and marker.exists()
