@@ -125,7 +125,9 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
     tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
     noisy = set()
     if control is not None and control.outcome == "ok":
-        noisy = {pair for pair, m, *_ in _mismatches(control_case(case) or case, control, tol) if m}
+        # The control has the case's steps (only the model differs), so its pairs are the case's pairs. Not
+        # control_case(): the exported reproducer inlines this function, and it must not pull in the model registry.
+        noisy = {pair for pair, m, *_ in _mismatches(case, control, tol) if m}
     compared = skipped = 0
     for pair, m, ref, result, prompt in _mismatches(case, trace, tol):
         compared += 1
