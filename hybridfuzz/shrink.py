@@ -19,22 +19,31 @@ from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, Wake
 from hybridfuzz.executor import judge, needs_reference
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.verdict import Verdict
+from hybridfuzz import sleepwake
 
 
 def _without(items: list, i: int, n: int = 1) -> list:
     return items[:i] + items[i + n:]
 
 
-def variants(case: Case) -> Iterator[tuple[str, Case]]:
+def variants(case: Case, protocol: sleepwake.Host = sleepwake.OFFLINE) -> Iterator[tuple[str, Case]]:
     """Simpler cases, each with a short description; biggest simplification first.
 
     Only valid cases: a field set back to its default can break a rule of the schema
     (max_model_len 512 under a longer prompt, vocab_size 512 under token 600, heads that
     no longer divide); such a variant would waste an engine run, or be written out as a
-    case file that no longer loads."""
+    case file that no longer loads. Nor a variant with a step the sleep/wake contract says
+    blocks (dropping the wake-up after ``sleep(level=0)`` leaves a generate waiting on a
+    paused scheduler): it would wait out the engine timeout by design (600 s of a 60 s
+    shrink budget, 2026-12-01), and the strategies never draw one either."""
+    blocking = _blocking_steps(case, protocol)
     for why, c in _candidates(case):
-        if _valid(c):
+        if _valid(c) and _blocking_steps(c, protocol) <= blocking:
             yield why, c
+
+
+def _blocking_steps(case: Case, protocol: sleepwake.Host) -> int:
+    return sum(w.rule.call == "blocks" for w in sleepwake.walk(case.steps, protocol))
 
 
 def _valid(case: Case) -> bool:
@@ -142,7 +151,7 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
     current = case
     while True:
         improved = False
-        pending = list(variants(current))
+        pending = list(variants(current, getattr(host, "protocol", sleepwake.OFFLINE)))
         for start in range(0, len(pending), parallel):
             if time.monotonic() - t0 > budget_s:
                 return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False)

@@ -142,6 +142,18 @@ def test_first_variant_drops_a_sleep_wake_up_pair():
     assert first.steps[0] == case.steps[0] and first.steps[2] == case.steps[4]
 
 
+def test_no_variant_leaves_a_generate_waiting_on_a_paused_scheduler():
+    """Dropping the wake-up after sleep(level=0) would leave the second generate blocked by contract
+    (an engine timeout spent, seen 2026-12-01 in a fault-bench shrink); the sleep can still go."""
+    from hybridfuzz import sleepwake
+
+    case = load_case("model: {layers: [linear_attention]}\nsteps:\n- generate: {prompts: [[5, 6]], max_tokens: 2}\n"
+                     "- sleep: {level: 0}\n- wake_up: {tags: [scheduling]}\n- generate: {prompts: [[5, 6]], max_tokens: 2}\n")
+    whys = {why for why, _ in variants(case)}
+    assert "drop step 2 (WakeUp)" not in whys and "drop step 1 (Sleep)" in whys, whys
+    assert all(w.rule.call != "blocks" for _, v in variants(case) for w in sleepwake.walk(v.steps))
+
+
 def test_one_layer_one_step_case_has_no_layer_or_step_drops():
     case = load_case("model: {layers: [full_attention]}\nsteps:\n- generate: {prompts: [[5, 6, 7, 8]], max_tokens: 4}\n")
     found = list(variants(case))
