@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from hybridfuzz.faults.spec import ENV, FaultSpec
 
@@ -58,6 +59,32 @@ def _replay_passes_clean(path: str, timeout: float) -> bool:
     """The minimal case with no fault injected: exit 0 = pass (the finding was the fault's)."""
     r = subprocess.run([*_python(), "replay", path, "--timeout", str(timeout)], env=_env(None), capture_output=True, text=True)
     return r.returncode == 0
+
+
+class CleanVerdicts:
+    """Whether a case passes with the fault off, asked once per case *content*: the loop rewrites one file per
+    signature as it shrinks, so a path names many cases (keyed by path, one early snapshot that failed
+    without the fault hid every later one that passed: write-after-free went uncredited, 2026-12-01). A case
+    that fails without the fault is a real bug or a false alarm, never the fault's: it is kept in ``keep_dir``
+    for triage."""
+
+    def __init__(self, replay_passes: Callable[[str], bool], keep_dir: str):
+        self.replay_passes, self.keep_dir = replay_passes, keep_dir
+        self.verdicts: dict[str, bool] = {}
+
+    def passes(self, path: str, name: str | None = None) -> bool:
+        import hashlib
+        import shutil
+
+        with open(path, "rb") as f:
+            key = hashlib.sha256(f.read()).hexdigest()
+        if key not in self.verdicts:
+            self.verdicts[key] = self.replay_passes(path)
+            if not self.verdicts[key]:
+                os.makedirs(self.keep_dir, exist_ok=True)
+                stem = (name or os.path.basename(path)).removesuffix(".tmp").removesuffix(".yaml")
+                shutil.copyfile(path, os.path.join(self.keep_dir, f"{stem}-{key[:8]}.yaml"))
+        return self.verdicts[key]
 
 
 def _first_seen(run_dir: str) -> dict[str, float]:
@@ -108,26 +135,18 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
     found_dir = os.path.join(run_dir, "found")
     cmd = [*_python(), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
            "--findings", found_dir, "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
-    clean_verdicts: dict[str, bool] = {}
     credited = os.path.join(run_dir, "credited.yaml")
-
-    def passes_clean(path: str) -> bool:
-        key = os.path.realpath(path)
-        if key not in clean_verdicts:
-            clean_verdicts[key] = _replay_passes_clean(path, timeout)
-        return clean_verdicts[key]
+    clean = CleanVerdicts(lambda path: _replay_passes_clean(path, timeout), os.path.join(run_dir, "not-the-fault"))
+    passes_clean = clean.passes
 
     def credit(path: str) -> bool:
         """A snapshot of the loop's case (it keeps shrinking the file) that passes with the fault off."""
         import shutil
 
-        if clean_verdicts.get(os.path.realpath(path)) is False:
-            return False  # failed without the fault before: a real bug or a false alarm, not this fault
         shutil.copyfile(path, credited + ".tmp")
-        if _replay_passes_clean(credited + ".tmp", timeout):
+        if clean.passes(credited + ".tmp", name=os.path.basename(path)):
             os.replace(credited + ".tmp", credited)
             return True
-        clean_verdicts[os.path.realpath(path)] = False
         return False
 
     t0 = time.time()

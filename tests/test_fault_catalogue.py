@@ -188,3 +188,25 @@ def test_a_ctrl_c_sent_to_the_bench_alone_stops_its_trial_too(tmp_path, monkeypa
     with open(tmp_path / "log", "w") as log, pytest.raises(KeyboardInterrupt):
         _fuzz_until_credited(child, dict(os.environ), log, str(tmp_path / "found"), credit=interrupted, poll_s=1.0)
     assert started[0].poll() == 130 and marker.exists()
+
+
+def test_clean_verdicts_are_per_case_content_and_failing_cases_are_kept(tmp_path):
+    """The loop rewrites one file per signature as it shrinks: a snapshot that failed without the fault must
+    not hide a later one that passes (the rule was keyed by path), and the failing one is kept for triage.
+    The replay here reads the case's first line (the bench's is `hybridfuzz replay` with no fault)."""
+    from hybridfuzz.faultbench import CleanVerdicts
+
+    replays = []
+
+    def replay_passes(path):
+        replays.append(path)
+        return open(path).read().startswith("passes")
+
+    clean = CleanVerdicts(replay_passes, str(tmp_path / "kept"))
+    found = tmp_path / "sig.yaml"
+    found.write_text("fails without the fault\n")
+    assert not clean.passes(str(found))
+    found.write_text("passes: shrunk further\n")
+    assert clean.passes(str(found)) and clean.passes(str(found)) and len(replays) == 2
+    kept = list((tmp_path / "kept").iterdir())
+    assert len(kept) == 1 and kept[0].name.startswith("sig-") and kept[0].read_text() == "fails without the fault\n"
