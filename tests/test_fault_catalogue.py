@@ -191,22 +191,33 @@ def test_a_ctrl_c_sent_to_the_bench_alone_stops_its_trial_too(tmp_path, monkeypa
 
 
 def test_clean_verdicts_are_per_case_content_and_failing_cases_are_kept(tmp_path):
-    """The loop rewrites one file per signature as it shrinks: a snapshot that failed without the fault must
-    not hide a later one that passes (the rule was keyed by path), and the failing one is kept for triage.
-    The replay here reads the case's first line (the bench's is `hybridfuzz replay` with no fault)."""
+    """A finding is the fault's when its case, with the fault off, does not give the finding's signature.
+    The loop rewrites one file per signature as it shrinks: a snapshot that gave it without the fault must
+    not hide a later one (the rule was keyed by path), and is kept for triage; a clean run that meets another
+    (known) bug in the case does not count against the fault. The stand-in replay answers per prompt length
+    (the bench's is `hybridfuzz replay --json` with no fault)."""
     from hybridfuzz.faultbench import CleanVerdicts
 
     replays = []
+    answers = {1: "self_consistency:first-request-differs:x", 2: "", 3: "self_consistency:reload-differs:y"}
 
-    def replay_passes(path):
+    def clean_signature(path):
+        from hybridfuzz.case import load_case_file
+
         replays.append(path)
-        return open(path).read().startswith("passes")
+        return answers[len(load_case_file(path).steps[0].prompts[0])]
 
-    clean = CleanVerdicts(replay_passes, str(tmp_path / "kept"))
+    def write(n):
+        found.write_text(f"model: {{layers: [linear_attention]}}\nsteps:\n- generate: {{prompts: [{list(range(1, n + 1))}], max_tokens: 2}}\n"
+                         "observed:\n- {vllm: 0.32.0, verdict: divergence, signature: 'self_consistency:first-request-differs:x'}\n")
+
+    clean = CleanVerdicts(clean_signature, str(tmp_path / "kept"))
     found = tmp_path / "sig.yaml"
-    found.write_text("fails without the fault\n")
-    assert not clean.passes(str(found))
-    found.write_text("passes: shrunk further\n")
+    write(1)
+    assert not clean.passes(str(found))  # the same signature without the fault: not the fault's
+    write(2)
     assert clean.passes(str(found)) and clean.passes(str(found)) and len(replays) == 2
+    write(3)
+    assert clean.passes(str(found))  # only another bug without the fault
     kept = list((tmp_path / "kept").iterdir())
-    assert len(kept) == 1 and kept[0].name.startswith("sig-") and kept[0].read_text() == "fails without the fault\n"
+    assert len(kept) == 1 and kept[0].name.startswith("sig-") and "[[1]]" in kept[0].read_text()
