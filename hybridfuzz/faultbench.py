@@ -147,7 +147,6 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
            "--findings", found_dir, "--known", "corpus", "--timeout", str(timeout), *fuzz_args]
     credited = os.path.join(run_dir, "credited.yaml")
     clean = CleanVerdicts(lambda path: _clean_signature(path, timeout), os.path.join(run_dir, "not-the-fault"))
-    passes_clean = clean.passes
 
     def credit(path: str) -> bool:
         """A snapshot of the loop's case (it keeps shrinking the file) that passes with the fault off."""
@@ -178,7 +177,7 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
         sig = finding["signature"]
         if sig == row.signature:
             continue
-        if fault == CLEAN or not passes_clean(finding["path"]):
+        if fault == CLEAN or not clean.passes(finding["path"]):
             row.other.append(sig)
             continue
         t = seen.get(sig)

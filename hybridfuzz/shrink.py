@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
 from hybridfuzz.executor import judge, needs_reference
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.verdict import Verdict
-from hybridfuzz import sleepwake
 
 
 def _without(items: list, i: int, n: int = 1) -> list:

