@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from hybridfuzz.bench import bench_cases, engines_at_once, run_path
-from hybridfuzz.case import Case, EngineConfig, Generate, dump_case, load_case
+from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, dump_case, load_case
 from hybridfuzz.engines.forkserver import ForkServer
 from hybridfuzz.engines.subprocess_host import SubprocessHost
 from hybridfuzz.model import LINEAR, ModelSpec
@@ -26,10 +26,14 @@ def test_fast_path_runs_bench_cases_with_passing_verdicts():
 
 @pytest.mark.engine
 def test_hang_becomes_timeout_outcome_and_host_survives():
-    long = Case(ModelSpec(layers=(LINEAR,)), [Generate([[5] * 400], max_tokens=100)] * 6)
+    """A real hang (a level-0 sleep pauses scheduling; the next offline generate never returns) is killed
+    after the call's own window, not the host's, and the host runs the next case. A merely long case was
+    used before: on a fast CPU every step reported progress within the window and it passed as 'ok'."""
+    hang = Case(ModelSpec(layers=(LINEAR,)), [Sleep(level=0, mode="keep"), Generate([[5, 6, 7]], max_tokens=2)])
     with ForkServer(workers=1, timeout=300, warm=False) as host:
-        trace = host.run(long, timeout=2.0)
-        assert trace.outcome == "timeout" and "no progress within" in trace.error.message
+        trace = host.run(hang, timeout=15.0)
+        assert trace.outcome == "timeout" and "no progress within 15 s" in trace.error.message
+        assert [s.kind for s in trace.steps] == ["sleep", "generate"]  # killed in the step that hung
         ok = host.run(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6, 7]], max_tokens=2)]))
         assert ok.outcome == "ok"
 
