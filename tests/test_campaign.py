@@ -207,13 +207,13 @@ def test_statistics_survive_a_cut_line_and_restarts(tmp_path):
 
 
 def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
-    """Families, graph modes, median session and case seconds per graph mode, and the rate after the first
+    """Families, graph modes, model memory, median session and case seconds per graph mode, and the rate after the first
     case (a GPU host's cold JIT excluded); events written before these fields existed count as '?'."""
     w = tmp_path / "workers" / "0"
     w.mkdir(parents=True)
     lines = [{"t": 150.0, "wall": 1150.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0,
-              "startup_s": 12.0, "steps_s": 0.5},
-             {"t": 151.0, "wall": 1151.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0},
+              "startup_s": 12.0, "steps_s": 0.5, "memory": "long"},
+             {"t": 151.0, "wall": 1151.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0, "memory": "short"},
              {"t": 160.0, "wall": 1160.0, "family": "qwen3_next", "graphs": "eager", "seconds": 1.0, "session_s": 6.0},
              {"t": 170.0, "wall": 1170.0, "seconds": 2.0}]
     (w / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
@@ -222,6 +222,7 @@ def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
     assert agg["worker_in_sessions_fraction"] == 0.5 and agg["worker_confirming_fraction"] == 0.1
     assert agg["families"] == {"lfm2": 2, "qwen3_next": 1, "?": 1}
     assert agg["graphs"] == {"graphs": 2, "eager": 1, "?": 1}
+    assert agg["memory"] == {"long": 1, "short": 1, "?": 2}
     assert agg["median_session_s"] == {"graphs": 18.0, "eager": 6.0}
     assert agg["median_case_s"] == {"graphs": 3.0, "eager": 1.0, "?": 2.0}
     assert agg["cases_per_min"] == round(4 / 3, 2) and agg["cases_per_min_after_first"] == 9.0  # 3 cases in 20 s
@@ -344,4 +345,6 @@ def test_staggered_start_waits_for_a_leader_to_run_steps(tmp_path):
     stepped = [e.wall for e in iter_events(str(tmp_path)) if e.worker == "0" and e.steps_s > 0]
     assert stepped and min(stepped) <= started[0] + 0.5, (stepped, said)  # the leader had run steps first
     assert "1" in summary["per_worker"] and (tmp_path / "workers" / "1" / "worker.log").exists(), summary["per_worker"]
+    assert {e.memory for e in iter_events(str(tmp_path))} <= {"short", "long"}  # every real event says its model's memory
+    assert sum(summary["memory"].values()) == summary["cases"]
     assert CampaignSupervisor(str(tmp_path / "x"), 1, workers=3, engine="cpu").stagger is False  # CPU default: all at once

@@ -55,6 +55,7 @@ class CaseEvent:
     session_s: float = 0.0  # wall time of the whole session (persistent mode) this case ran in
     startup_s: float = 0.0  # this case's engine start-up (0: it ran on a warm engine)
     steps_s: float = 0.0  # its steps on the engine (where a session's time goes: start-up, steps, or waiting)
+    memory: str = ""  # model.memory, short or long ("" in files written before it existed)
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
@@ -67,7 +68,7 @@ class CaseEvent:
                    seconds=round(seconds, 3), wall=round(time.time(), 3), family=case.model.architecture,
                    graphs="eager" if e.enforce_eager else ("compiled" if e.torch_compile else "graphs"),
                    session_s=round(session_s, 3), startup_s=round((timings or {}).get("startup_s", 0.0), 3),
-                   steps_s=round((timings or {}).get("steps_s", 0.0), 3))
+                   steps_s=round((timings or {}).get("steps_s", 0.0), 3), memory=case.model.memory)
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
@@ -86,7 +87,7 @@ class CaseEvent:
                    steps=tuple(_CLASS_TO_STEP.get(s, s) for s in steps), seconds=float(d.get("seconds", 0.0)),
                    wall=d.get("wall"), family=str(d.get("family", "")), graphs=d.get("graphs", ""),
                    session_s=float(d.get("session_s", 0.0)), startup_s=float(d.get("startup_s", 0.0)),
-                   steps_s=float(d.get("steps_s", 0.0)), worker=worker)
+                   steps_s=float(d.get("steps_s", 0.0)), memory=str(d.get("memory", "")), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:

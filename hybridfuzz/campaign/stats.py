@@ -51,23 +51,25 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
 
 
 def space_and_pace(events: list[CaseEvent]) -> dict:
-    """What was drawn (families, graph modes) and what it cost; the rate once the first case ended
+    """What was drawn (families, graph modes, model memory) and what it cost; the rate once the first case ended
     (a fresh GPU host spends its first minutes in Triton JIT, which no setting avoids)."""
     from statistics import median
 
     families: dict[str, int] = defaultdict(int)
     graphs: dict[str, int] = defaultdict(int)
+    memories: dict[str, int] = defaultdict(int)
     session_s: dict[str, list[float]] = defaultdict(list)
     for e in events:
         families[e.family or "?"] += 1
         graphs[e.graphs or "?"] += 1
+        memories[e.memory or "?"] += 1
         if e.session_s:
             session_s[e.graphs or "?"].append(e.session_s)
     starts = [e.startup_s for e in events if e.startup_s]
     walls = sorted(e.wall for e in events if e.wall)
     warm = round((len(walls) - 1) / ((walls[-1] - walls[0]) / 60), 1) if len(walls) > 2 and walls[-1] > walls[0] else None
     return {"families": dict(sorted(families.items(), key=lambda kv: -kv[1])), "graphs": dict(graphs),
-            "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
+            "memory": dict(memories), "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
             "median_case_s": {k: round(median(e.seconds for e in events if (e.graphs or "?") == k), 1) for k in graphs},
             "cases_per_min_after_first": warm, "median_startup_s": round(median(starts), 1) if starts else None,
             "steps_s_total": round(sum(e.steps_s for e in events), 1)}

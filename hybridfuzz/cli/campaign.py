@@ -19,7 +19,7 @@ def add_worker_options(p) -> None:
     """Options a campaign passes on to each worker (campaign/config.WorkerSettings)."""
     p.add_argument("--dir", required=True, help="campaign directory (resumable: run again with the same one)")
     p.add_argument("--redis", help="share examples, claims and findings through Redis, e.g. redis://127.0.0.1:6379/0 (needs .[redis])")
-    p.add_argument("--engines", type=options.count, default=0, help="engines per worker (default: cores/workers on CPU, 4 per GPU)")
+    p.add_argument("--engines", type=options.count, default=0, help="engines per worker (default: cores/workers on CPU; on GPU 2, a session and its reference)")
     options.add_timeout(p)
     options.add_known(p)
     p.add_argument("--stale-after", type=options.seconds, default=120.0, help="seconds without heartbeat before a claim may be taken over")
@@ -39,8 +39,8 @@ def settings_of(args):
 def add_arguments(p) -> None:
     add_worker_options(p)
     options.add_budget(p, "2h", "total wall-clock budget over all runs of this --dir")
-    p.add_argument("--workers", type=options.count, default=0, help="workers (default: one per GPU; on CPU one per 2 cores)")
-    p.add_argument("--engine", default="cpu", choices=["cpu", "gpu"], help="gpu: one worker per GPU (CUDA_VISIBLE_DEVICES=i)")
+    p.add_argument("--workers", type=options.count, default=0, help="workers (default on GPU: from free GPU memory and cores, see the plan line printed at start; on CPU one per 2 cores)")
+    p.add_argument("--engine", default="cpu", choices=["cpu", "gpu"], help="gpu: workers spread over the visible GPUs (worker i gets CUDA_VISIBLE_DEVICES=i mod GPUs)")
     p.add_argument("--seed", type=int, default=0, help="worker i runs seed*100+i")
     p.add_argument("--status-every", type=options.seconds, default=30.0, help="seconds between status updates")
     options.add_json(p)
