@@ -348,3 +348,25 @@ def test_staggered_start_waits_for_a_leader_to_run_steps(tmp_path):
     assert {e.memory for e in iter_events(str(tmp_path))} <= {"short", "long"}  # every real event says its model's memory
     assert sum(summary["memory"].values()) == summary["cases"]
     assert CampaignSupervisor(str(tmp_path / "x"), 1, workers=3, engine="cpu").stagger is False  # CPU default: all at once
+
+
+@pytest.mark.engine
+def test_background_shrinker_goes_on_after_a_job_that_fails(tmp_path):
+    """A job that raises (its file is gone here; a fork server that would not restart on the H200) leaves that
+    finding open and the shrinker thread alive: the next finding is still shrunk and replayed on a real engine."""
+    from hybridfuzz.campaign.background import BackgroundShrinker
+    from hybridfuzz.case import Case, Generate, dump_case
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.model import LINEAR, ModelSpec
+
+    good = tmp_path / "good.yaml"
+    good.write_text(dump_case(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6, 7]], max_tokens=2)])))
+    done, said = [], []
+    shrinker = BackgroundShrinker(lambda: make_host("forkserver", workers=2, timeout=300, warm=False), parallel=1,
+                                  budget_s=0.0, timeout_s=300, on_done=done.append, log=said.append)
+    shrinker.submit("health:error:X:1", str(tmp_path / "gone.yaml"))
+    shrinker.submit("", str(good))
+    shrinker.close(time.time() + 600)
+    assert any("health:error:X:1" in line and "left open" in line for line in said), said
+    assert [o.path for o in done] == [str(good)] and done[0].replays  # a passing case replays as a pass ("")
+    assert shrinker.pending == 0

@@ -60,33 +60,45 @@ class BackgroundShrinker:
         self._jobs.put(ShrinkJob(signature, path))
 
     def _work(self) -> None:
-        from hybridfuzz.executor import evaluate
-        from hybridfuzz.shrink import shrink
-
         host = self._make_host()
         try:
             while True:
                 job = self._jobs.get()
                 if job is None:
                     return
-                t0 = time.time()
-                case = load_case_file(job.path)
-                observed = case.observed
-
-                def keep(smaller: Case, verdict, why: str, path=job.path, observed=observed) -> None:
-                    write_atomic(path, dump_case(smaller.replace(observed=observed)))
-
-                budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
-                result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel, self.timeout_s,
-                                on_smaller=keep, log=self.log)
-                minimal = load_case_file(job.path)
-                again = evaluate(minimal.replace(observed=[]), host, self.timeout_s)
-                self.busy_s += time.time() - t0
-                self.pending -= 1
-                self.on_done(ShrinkOutcome(job.signature, job.path, minimal, again.verdict.signature == job.signature,
-                                           round(time.time() - t0, 1), result.runs, result.finished))
+                try:
+                    self._shrink(job, host)
+                except Exception as e:
+                    # A host that died (a fork server that would not restart) or an unreadable file ended this
+                    # thread before (H200, 2026-12-01) and every later finding of the worker went unshrunk.
+                    # The finding stays on disk, open: a later run takes it up. The next job gets a fresh host.
+                    self.pending -= 1
+                    self.log(f"shrink {job.signature}: {type(e).__name__}: {e}; left open")
+                    host.close()
+                    host = self._make_host()
         finally:
             host.close()
+
+    def _shrink(self, job: ShrinkJob, host) -> None:
+        from hybridfuzz.executor import evaluate
+        from hybridfuzz.shrink import shrink
+
+        t0 = time.time()
+        case = load_case_file(job.path)
+        observed = case.observed
+
+        def keep(smaller: Case, verdict, why: str, path=job.path, observed=observed) -> None:
+            write_atomic(path, dump_case(smaller.replace(observed=observed)))
+
+        budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
+        result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel, self.timeout_s,
+                        on_smaller=keep, log=self.log)
+        minimal = load_case_file(job.path)
+        again = evaluate(minimal.replace(observed=[]), host, self.timeout_s)
+        self.busy_s += time.time() - t0
+        self.pending -= 1
+        self.on_done(ShrinkOutcome(job.signature, job.path, minimal, again.verdict.signature == job.signature,
+                                   round(time.time() - t0, 1), result.runs, result.finished))
 
     def close(self, deadline: float) -> None:
         """Finish the queue by ``deadline`` (shrinks are cut short to fit), then stop."""
