@@ -136,7 +136,7 @@ def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing):
     from hybridfuzz.cli import build_parser
     from hybridfuzz.cli.campaign import settings_of
 
-    settings = WorkerSettings(narrowing=narrowing, known_dirs=("corpus",), stale_after_s=30.0)
+    settings = WorkerSettings(narrowing=narrowing, known_dirs=("corpus",), stale_after_s=30.0, shrink_slots=0 if narrowing.eager_only else 2)
     campaign = CampaignSupervisor(str(tmp_path), 10, workers=1, engine="cpu", settings=settings)
     cmd = campaign._worker_cmd(0, 0.0)
     assert cmd[:4] == [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker"]

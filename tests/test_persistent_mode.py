@@ -92,6 +92,9 @@ def test_gpu_plan_fills_memory_but_not_past_the_cores():
     h200 = plan([143_156], cores=16)
     assert h200.slots_per_gpu == 32  # 2 per core, far below what memory allows
     assert h200.workers_per_gpu * 2 <= h200.slots_per_gpu
+    # the spares are shared: all background shrinks together fit in what the workers leave
+    assert h200.workers_per_gpu * 2 + h200.shrinks_per_gpu * 2 * h200.shrink_parallel <= h200.slots_per_gpu
+    assert (h200.workers_per_gpu, h200.shrinks_per_gpu, h200.shrink_parallel) == (12, 2, 2)
     small = plan([8 * ENGINE_FOOTPRINT_MB], cores=64)
     assert small.slots_per_gpu == int(8 * 0.8)  # memory-bound
     assert plan([], cores=16).workers_per_gpu == 0

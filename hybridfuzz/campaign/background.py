@@ -3,18 +3,21 @@ their own with its own engine host, while the fuzz loop goes on generating (GPU 
 
 Each finding is shrunk by the delta-debugging shrinker (``hybridfuzz.shrink``: several
 variants at once), written atomically after every improvement, then replayed once on a
-fresh engine; ``on_done`` hears whether it replayed. ``close()`` cuts a shrink short at the
+fresh engine; ``on_done`` hears whether it replayed. With ``slots``, a job waits for one of the
+host's shrink slots (campaign/slots.py) first. ``close()`` cuts a shrink short at the
 end of the budget: what is on disk is the smallest case found so far, and it is still
 replayed before it counts.
 """
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
+from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case, dump_case, load_case_file
 from hybridfuzz.store import write_atomic
 
@@ -38,13 +41,15 @@ class ShrinkOutcome:
 
 class BackgroundShrinker:
     def __init__(self, make_host: Callable[[], object], parallel: int, budget_s: float, timeout_s: float,
-                 on_done: Callable[[ShrinkOutcome], None], log: Callable[[str], None] = lambda line: None):
+                 on_done: Callable[[ShrinkOutcome], None], log: Callable[[str], None] = lambda line: None,
+                 slots: ShrinkSlots | None = None):
         self._make_host = make_host
         self.parallel = parallel
         self.budget_s = budget_s
         self.timeout_s = timeout_s
         self.on_done = on_done
         self.log = log
+        self.slots = slots  # shared with the other workers of the host (None: shrink at once)
         self._jobs: queue.Queue[ShrinkJob | None] = queue.Queue()
         self.deadline = float("inf")  # no shrink runs past it (the loop sets its budget end plus a grace)
         self._thread = threading.Thread(target=self._work, name="hybridfuzz-shrinker", daemon=True)
@@ -67,7 +72,8 @@ class BackgroundShrinker:
                 if job is None:
                     return
                 try:
-                    self._shrink(job, host)
+                    with self.slots.hold(self.deadline) if self.slots else contextlib.nullcontext():
+                        self._shrink(job, host)
                 except Exception as e:
                     # A host that died (a fork server that would not restart) or an unreadable file ended this
                     # thread before (H200, 2026-12-01) and every later finding of the worker went unshrunk.

@@ -8,7 +8,10 @@ vLLM 0.26.0 took 41 GB (issue #12). Start-up is CPU-bound: on 16 cores, 32 and 4
 engines at once started in a median 22 and 34 s (69-71 starts/min) where 24 took 13 s,
 so slots beyond about 1.5 per core only queue when they all start at once. In persistent mode
 (12 cases per engine start on a GPU) engines start a few at a time and mostly run steps,
-so the cap is 2 per core (2026-11-30, sixth session; measured in NOTES.md).
+so the cap is 2 per core (2026-11-30, sixth session; measured in NOTES.md). The spares are
+shared by every worker's background shrinks (campaign/slots.py): each worker used to shrink with
+the full spare count as its own, and with five findings open the load of an H200 host rose to 3
+per core while generation fell from 56 to 24 cases/min (2026-12-01, results/gpu-h200-2026-12-01-s9/).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ ENGINE_FOOTPRINT_MB = 1400  # per tiny engine, with headroom over the measured 0
 MEMORY_FRACTION = 0.8  # of the free memory, for engines (the rest: fragmentation, sleep/wake peaks)
 SLOTS_PER_CORE = 2.0
 ENGINES_PER_WORKER = 2  # a session and its reference session
+SHRINK_PARALLEL = 2  # variants one background shrink runs at once (each a case and its reference)
 
 
 @dataclass(frozen=True)
@@ -28,12 +32,14 @@ class GpuPlan:
     free_mb: list[int]
     slots_per_gpu: int  # engines at once on one GPU
     workers_per_gpu: int  # Hypothesis workers, each running a session pair
-    shrink_parallel: int  # engines each worker's background shrinker may use
+    shrink_parallel: int  # variants at once in one background shrink
+    shrinks_per_gpu: int  # background shrinks at once, all workers together (campaign/slots.py)
 
     def describe(self) -> str:
         return (f"{self.gpus} GPU(s), free {', '.join(f'{m / 1024:.0f} GiB' for m in self.free_mb)}: "
                 f"{self.slots_per_gpu} engine slots per GPU ({ENGINE_FOOTPRINT_MB} MB each, capped at "
-                f"{SLOTS_PER_CORE} per core), {self.workers_per_gpu} workers per GPU")
+                f"{SLOTS_PER_CORE} per core), {self.workers_per_gpu} workers per GPU, "
+                f"{self.shrinks_per_gpu} background shrinks at once per GPU ({self.shrink_parallel} variants each)")
 
 
 def gpu_free_mb() -> list[int]:
@@ -58,14 +64,15 @@ def gpu_free_mb() -> list[int]:
 def plan(free_mb: list[int], cores: int) -> GpuPlan:
     """The split for these GPUs and cores: pure, so it is tested without a GPU."""
     if not free_mb:
-        return GpuPlan(0, [], 0, 0, 0)
+        return GpuPlan(0, [], 0, 0, 0, 0)
     by_memory = int(min(free_mb) * MEMORY_FRACTION // ENGINE_FOOTPRINT_MB)
     by_cores = max(2, int(cores * SLOTS_PER_CORE) // len(free_mb))
     slots = max(2, min(by_memory, by_cores))
-    # three quarters of the slots generate; the rest are the background shrinkers' spares
+    # three quarters of the slots generate; the rest are the spares that all background shrinks share
     workers = max(1, (slots * 3 // 4) // ENGINES_PER_WORKER)
-    spare = max(2, slots - workers * ENGINES_PER_WORKER)
-    return GpuPlan(len(free_mb), free_mb, slots, workers, max(2, spare // 2))
+    spare = slots - workers * ENGINES_PER_WORKER
+    shrinks = max(1, spare // (ENGINES_PER_WORKER * SHRINK_PARALLEL))
+    return GpuPlan(len(free_mb), free_mb, slots, workers, SHRINK_PARALLEL, shrinks)
 
 
 def detect(cores: int | None = None) -> GpuPlan:

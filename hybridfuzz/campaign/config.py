@@ -77,6 +77,7 @@ class WorkerSettings:
     max_steps: int = 6
     narrowing: Narrowing = field(default_factory=Narrowing)
     use: EngineUse = field(default_factory=EngineUse)
+    shrink_slots: int = 0  # background shrinks at once on the host, all workers together (0: no limit)
 
     def argv(self) -> list[str]:
         cmd = ["--engines", str(self.engines), "--timeout", repr(self.timeout_s), "--stale-after", repr(self.stale_after_s),
@@ -85,4 +86,6 @@ class WorkerSettings:
             cmd += ["--redis", self.redis_url]
         for k in self.known_dirs:
             cmd += ["--known", k]
+        if self.shrink_slots:
+            cmd += ["--shrink-slots", str(self.shrink_slots)]
         return cmd + self.narrowing.argv() + self.use.argv()

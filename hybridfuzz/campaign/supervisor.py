@@ -13,17 +13,11 @@ import time
 from typing import Callable, Literal
 
 from hybridfuzz.campaign.config import WorkerSettings
-from hybridfuzz.campaign.records import iter_events
 from hybridfuzz.campaign.stats import aggregate, findings_list, load_meta
 from hybridfuzz.campaign.worker import make_store
 from hybridfuzz.store import write_atomic
 
 Engine = Literal["cpu", "gpu"]
-
-
-# Longest wait for a leader's first engine before the other workers start anyway (a cold first engine on
-# an H200 took about 2 minutes; a graph-capturing case about 130 s).
-STAGGER_LIMIT_S = 240.0
 
 
 def gpu_count() -> int:
@@ -44,7 +38,7 @@ class CampaignSupervisor:
     def __init__(self, campaign_dir: str, budget_s: float, workers: int = 0, engine: Engine = "cpu", seed: int = 0,
                  settings: WorkerSettings | None = None, status_every_s: float = 30.0,
                  log: Callable[[str], None] = print, on_status: Callable[[dict, dict[str, str]], None] | None = None,
-                 restart_limit: int = 20, stagger: bool | None = None):
+                 restart_limit: int = 20):
         self.dir = campaign_dir
         self.engine = engine
         gpus = gpu_count() if engine == "gpu" else 0
@@ -61,7 +55,8 @@ class CampaignSupervisor:
             self.plan = capacity.detect()
             self.workers = workers or max(1, gpus * self.plan.workers_per_gpu)
             use = settings.use if settings.use.shrink_parallel else dataclasses.replace(settings.use, shrink_parallel=self.plan.shrink_parallel)
-            self.settings = dataclasses.replace(settings, engines=settings.engines or capacity.ENGINES_PER_WORKER, use=use)
+            self.settings = dataclasses.replace(settings, engines=settings.engines or capacity.ENGINES_PER_WORKER, use=use,
+                                                shrink_slots=settings.shrink_slots or gpus * self.plan.shrinks_per_gpu)
         else:
             self.workers = workers or max(1, cores // 2)
             self.settings = dataclasses.replace(settings, engines=settings.engines or max(1, cores // self.workers))
@@ -77,19 +72,6 @@ class CampaignSupervisor:
         self.procs: dict[int, subprocess.Popen] = {}
         self.restarts: dict[int, int] = {}
         self._stopping = False
-        # GPU: one leader per GPU first, the others once a leader has run steps (see ``_leaders_warm``)
-        self.stagger = (engine == "gpu") if stagger is None else stagger
-
-    def _leaders(self) -> list[int]:
-        return list(range(min(self.workers, max(1, self.gpus)))) if self.stagger else list(range(self.workers))
-
-    def _leaders_warm(self) -> bool:
-        """Has a leader run an engine through its steps? Then Triton's and Inductor's on-disk caches hold the
-        kernels every worker needs first. Started together, 12 workers per GPU JIT-compiled the same kernels
-        at once on 16 cores: 4,749 s of start-up against 202 s of steps in the first 12 minutes (vLLM 0.26.0,
-        H200, 2026-11-30, results/gpu-h200x2-2026-11-30-s6/)."""
-        leaders = {str(i) for i in self._leaders()}
-        return any(e.steps_s > 0 for e in iter_events(self.dir) if e.worker in leaders)
 
     def _worker_cmd(self, i: int, until: float) -> list[str]:
         return [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker", "--dir", self.dir, "--index", str(i),
@@ -165,13 +147,12 @@ class CampaignSupervisor:
         self.log(f"campaign {self.dir}: {self.workers} workers x {self.settings.engines} engines ({self.engine}), "
                  f"{left:.0f}s of {self.budget_s:.0f}s left, database {meta['database']}")
         try:
-            for i in self._leaders():
+            # All at once, on a GPU too: a staggered start (one leader first, the rest once it had run steps) was
+            # measured on an H200 (vLLM 0.26.0, 2026-12-01, results/gpu-h200-2026-12-01-s9/): the leader's first
+            # session took 100-240 s while 11 workers waited and the host's load stayed at 0.06-0.3 per core
+            # (Triton compiles one kernel at a time per process), so it only delayed them.
+            for i in range(self.workers):
                 self._start(i, until)
-            waiting = [i for i in range(self.workers) if i not in self.procs]
-            if waiting:
-                self.log(f"campaign {self.dir}: {len(self.procs)} leader(s) first, {len(waiting)} workers once one has run "
-                         f"an engine's steps (warm JIT caches) or after {STAGGER_LIMIT_S:.0f}s")
-            stagger_until = time.time() + STAGGER_LIMIT_S
             last_status = time.time()
             window = (spent0, aggregate(self.dir, meta, self.store)["cases"])
             while True:
@@ -181,11 +162,6 @@ class CampaignSupervisor:
                 self._observe(meta, meta["spent_s"])
                 if self._stopping:
                     break
-                if waiting and (now > stagger_until or (int(now) % 2 == 0 and self._leaders_warm())):
-                    self.log(f"campaign {self.dir}: starting the other {len(waiting)} workers after {now - t0:.0f}s")
-                    for i in waiting:
-                        self._start(i, until)
-                    waiting = []
                 alive = 0
                 for i, p in list(self.procs.items()):
                     rc = p.poll()
@@ -196,7 +172,7 @@ class CampaignSupervisor:
                         self.log(f"worker {i} ended with status {rc}: restarting it ({self.restarts[i]})")
                         self._start(i, until)
                         alive += 1
-                if (not alive and not waiting) or now > until + 2 * self.settings.timeout_s + 60:
+                if not alive or now > until + 2 * self.settings.timeout_s + 60:
                     break
                 if now - last_status >= self.status_every_s:
                     self._save_meta(meta)

@@ -118,7 +118,8 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
                              max_layers=settings.max_layers, max_steps=settings.max_steps, claim=claim, taken=claims.taken_elsewhere,
                              known_fn=lambda: done_signatures(store, *settings.known_dirs),
                              on_state=lambda sig, st, path, case: store.set(sig, st, path, case),
-                             refusals_dir=os.path.join(campaign_dir, "refusals"))
+                             refusals_dir=os.path.join(campaign_dir, "refusals"),
+                             shrink_slots=settings.shrink_slots, shrink_slots_dir=os.path.join(campaign_dir, "shrink-slots"))
             loop = FuzzLoop(cfg, host, platform, progress)
             loop_box.append(loop)
             if state["phase"] == "stopping":

@@ -26,6 +26,8 @@ def add_worker_options(p) -> None:
     options.add_case_limits(p)
     options.add_narrowing(p)
     options.add_engine_use(p)
+    p.add_argument("--shrink-slots", type=options.count, default=0,
+                   help="background shrinks at once on this host, all workers together (default on GPU: from the plan line printed at start)")
 
 
 def settings_of(args):
@@ -33,7 +35,7 @@ def settings_of(args):
 
     return WorkerSettings(redis_url=args.redis, engines=args.engines, timeout_s=args.timeout, known_dirs=tuple(args.known or ()),
                           stale_after_s=args.stale_after, max_layers=args.max_layers, max_steps=args.max_steps,
-                          narrowing=options.narrowing_of(args), use=options.engine_use_of(args))
+                          narrowing=options.narrowing_of(args), use=options.engine_use_of(args), shrink_slots=args.shrink_slots)
 
 
 def add_arguments(p) -> None:
