@@ -33,6 +33,10 @@ case "${1:-}" in
   c32)
     bash gpu/hf.sh /tmp/p32 /tmp/sha32 /tmp/site32 -- platform > "$res/platform32.txt" 2>&1
     camp 32 c32 "${2:?budget seconds}" 90 ;;
-  *) echo "usage: run.sh chain26 | c32 BUDGET_S" >&2; exit 2 ;;
+  o26)  # run by hand after chain26 (same command): a 5-minute campaign with OMP_NUM_THREADS=1 for every process
+    timeout -s INT -k 30 310 env OMP_NUM_THREADS=1 bash gpu/hf.sh /tmp/p26 /tmp/sha26 /tmp/site26 -- campaign --engine gpu \
+        --dir "$res/o26" --budget 300s $known > "$res/o26.log" 2>&1
+    bash gpu/hf.sh /tmp/p26 /tmp/sha26 /tmp/site26 -- campaign-status --dir "$res/o26" --json > "$res/o26-status.json" 2>&1 ;;
+  *) echo "usage: run.sh chain26 | o26 | c32 BUDGET_S" >&2; exit 2 ;;
 esac
 echo "${1} done $(date -u +%T)" >> "$res/chain.log"
