@@ -91,5 +91,8 @@ def feed(case: Case, result) -> None:
     """The fuzz loop's call site: report the signals when HYBRIDFUZZ_SIGNALS=1 (off until measured to win)."""
     import os
 
-    if os.environ.get("HYBRIDFUZZ_SIGNALS") == "1":
+    from hypothesis.control import currently_in_test_context
+
+    # target()/event() exist only inside a Hypothesis test: background shrinking runs sessions drawn ahead
+    if os.environ.get("HYBRIDFUZZ_SIGNALS") == "1" and currently_in_test_context():
         report(compute(case, result.trace, getattr(result, "reference", None)))

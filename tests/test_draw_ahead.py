@@ -1,0 +1,31 @@
+"""Background-shrinking loops (the GPU default) run sessions Hypothesis drew ahead (campaign/loop.py draw_ahead)."""
+from hybridfuzz import sleepwake
+from hybridfuzz.campaign.loop import DRAW_AHEAD, draw_ahead
+from hybridfuzz.strategies.case import sessions
+from hybridfuzz.strategies.platform import Platform
+
+# vLLM 0.26.0 on an H200 as `hybridfuzz platform` printed it (results/gpu-h200-2026-12-01-s9/platform26.txt)
+H200_026 = Platform(device="cuda", kv_cache_dtypes=("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2",
+                                                     "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4"),
+                    attention_backends=("TRITON_ATTN", "FLASH_ATTN", "FLASHINFER", "FLEX_ATTENTION"), has_graphs=True,
+                    has_sleep_mode=True, model_runners=("", "0", "1"), weight_quantizations=("fp8",),
+                    families=("qwen3_next", "nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "jamba", "zamba2"))
+
+
+def test_a_drawn_ahead_batch_is_not_the_simplest_sessions_over_and_over():
+    """Hypothesis's first examples of a run zero-extend a short prefix (auto KV, one layer, no sleep mode); run one
+    at a time on a GPU they were the whole campaign: 73 of 102 sessions drew auto (H200, 2026-12-01). A drawn-ahead
+    batch has that phase as a tenth, shuffled in."""
+    batch = draw_ahead(sessions(H200_026, 8, 6, 12, sleepwake.OFFLINE), seed=7, n=DRAW_AHEAD)
+    assert len(batch) == DRAW_AHEAD and all(len(s) == 12 for s in batch)
+    first = [s[0] for s in batch]
+    auto = sum(c.engine.kv_cache_dtype == "auto" for c in first) / len(first)
+    sleep_mode = sum(c.engine.enable_sleep_mode for c in first) / len(first)
+    assert auto <= 0.3, auto
+    assert sleep_mode >= 0.3, sleep_mode
+    assert sum(c.engine.kv_cache_dtype == "auto" for c in first[:10]) <= 6  # the head of the run order is mixed too
+
+
+def test_draw_ahead_is_reproducible_per_seed():
+    strategy = sessions(H200_026, 4, 4, 2, sleepwake.OFFLINE)
+    assert draw_ahead(strategy, seed=3, n=20) == draw_ahead(strategy, seed=3, n=20)
