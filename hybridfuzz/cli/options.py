@@ -104,8 +104,7 @@ def add_engine_use(p) -> None:
     p.add_argument("--shrink", choices=["inline", "background"], default="",
                    help="inline: Hypothesis shrinks each finding before searching on; background: shrink on spare engines while the search goes on (default: background on GPU, inline on CPU)")
     p.add_argument("--shrink-parallel", type=count, default=0,
-                   help=f"background shrinking: variants at once (default on a GPU campaign: the spare engine slots of its plan; "
-                        f"{gpu.shrink_parallel} for fuzz --engine gpu)")
+                   help="background shrinking: variants at once in one shrink (default on GPU: from the plan line printed at start)")
 
 
 def engine_use_of(args):
