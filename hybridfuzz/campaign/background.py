@@ -78,10 +78,11 @@ class BackgroundShrinker:
                     # A host that died (a fork server that would not restart) or an unreadable file ended this
                     # thread before (H200, 2026-12-01) and every later finding of the worker went unshrunk.
                     # The finding stays on disk, open: a later run takes it up. The next job gets a fresh host.
-                    self.pending -= 1
                     self.log(f"shrink {job.signature}: {type(e).__name__}: {e}; left open")
                     host.close()
                     host = self._make_host()
+                finally:
+                    self.pending -= 1
         finally:
             host.close()
 
@@ -102,7 +103,6 @@ class BackgroundShrinker:
         minimal = load_case_file(job.path)
         again = evaluate(minimal.replace(observed=[]), host, self.timeout_s)
         self.busy_s += time.time() - t0
-        self.pending -= 1
         self.on_done(ShrinkOutcome(job.signature, job.path, minimal, again.verdict.signature == job.signature,
                                    round(time.time() - t0, 1), result.runs, result.finished))
 

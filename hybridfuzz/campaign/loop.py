@@ -32,6 +32,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hybridfuzz import signals
 from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, RunSummary
 from hybridfuzz.campaign.records import Phase as EventPhase
+from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
 from hybridfuzz.engines.forkserver import NOT_RUN
@@ -113,8 +114,7 @@ class FuzzConfig:
     shrink_budget_s: float = 300.0  # background: per finding
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)
     refusals_dir: str | None = None  # refusal memory (campaign/refusals.py), shared by a campaign's workers
-    shrink_slots: int = 0  # background: shrinks at once on this host, all workers together (0: no limit)
-    shrink_slots_dir: str | None = None  # where those slots' lock files live (the campaign directory)
+    shrink_slots: ShrinkSlots | None = None  # background: shrinks at once, shared by all workers of the host (None: no limit)
 
 
 class FuzzLoop:
@@ -144,14 +144,9 @@ class FuzzLoop:
             from hybridfuzz.hosts import make_host
 
             kind = getattr(host, "name", "forkserver")  # shrink where it was found (a server's steps need a server)
-            slots = None
-            if config.shrink_slots and config.shrink_slots_dir:
-                from hybridfuzz.campaign.slots import ShrinkSlots
-
-                slots = ShrinkSlots(config.shrink_slots_dir, config.shrink_slots)
             self.shrinker = BackgroundShrinker(lambda: make_host(kind, workers=2 * config.shrink_parallel, timeout=config.timeout_s),
                                                config.shrink_parallel, config.shrink_budget_s, config.timeout_s, self._shrunk,
-                                               slots=slots)
+                                               slots=config.shrink_slots)
             self.shrinker.deadline = self._deadline + 60.0
 
     # -- one example

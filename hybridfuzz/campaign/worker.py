@@ -20,6 +20,7 @@ import time
 from hybridfuzz.campaign.claims import HOST, Claims, FileClaims, RedisClaims, done_signatures
 from hybridfuzz.campaign.config import WorkerSettings
 from hybridfuzz.campaign.database import KeepOthersDatabase, make_database, redis_client
+from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.store import write_atomic
 
@@ -119,7 +120,8 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
                              known_fn=lambda: done_signatures(store, *settings.known_dirs),
                              on_state=lambda sig, st, path, case: store.set(sig, st, path, case),
                              refusals_dir=os.path.join(campaign_dir, "refusals"),
-                             shrink_slots=settings.shrink_slots, shrink_slots_dir=os.path.join(campaign_dir, "shrink-slots"))
+                             shrink_slots=ShrinkSlots(os.path.join(campaign_dir, "shrink-slots"), settings.shrink_slots)
+                             if settings.shrink_slots else None)
             loop = FuzzLoop(cfg, host, platform, progress)
             loop_box.append(loop)
             if state["phase"] == "stopping":
