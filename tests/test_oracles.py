@@ -218,3 +218,43 @@ def test_low_bit_kv_formats_are_ignored_on_cpu_so_their_distance_from_auto_is_no
     assert case.engine.mamba_cache_mode == "align" and case.engine.kv_cache_dtype == "turboquant_4bit_nc"
     v = judge(case, trace, ref)
     assert (v.status, v.oracle, v.signature) == ("divergence", "reference", "reference:beyond-noise:182c9c01")
+
+
+def _op_error(fn):
+    from hybridfuzz.engines.base import error_info
+
+    try:
+        fn()
+    except RuntimeError as e:
+        return error_info(e)
+    raise AssertionError("the op did not fail")
+
+
+def selective_scan_like():
+    import torch
+
+    torch.ops.aten.mm(torch.ones(2, 3), torch.ones(2, 3))  # a custom-op style failure: raised inside torch/_ops.py
+
+
+def gated_delta_like():
+    import torch
+
+    torch.ops.aten.addmm(torch.ones(2), torch.ones(2, 3), torch.ones(2, 3))
+
+
+def test_an_op_error_is_located_in_the_code_that_called_the_op_so_two_op_bugs_get_two_signatures():
+    """A custom op's error surfaces in torch/_ops.py's __call__ whatever the op: that frame named the bug, and a known
+    CPU GDN dtype error masked a GPU Jamba selective-scan check (H200, vLLM 0.26.0, 2026-12-01)."""
+    from hybridfuzz.case import Case, Generate, ModelSpec
+    from hybridfuzz.oracles.health import check_health
+    from hybridfuzz.trace import StepResult, Trace
+
+    a, b = _op_error(selective_scan_like), _op_error(gated_delta_like)
+    assert a.where.endswith("in selective_scan_like") and b.where.endswith("in gated_delta_like"), (a.where, b.where)
+    case = Case(model=ModelSpec(layers=("linear_attention",)), steps=[Generate(prompts=[[1, 2, 3]])])
+
+    def verdict(err):
+        return check_health(Trace(outcome="error", error=err, steps=[StepResult(index=0, kind="generate", error=err)]), case=case)
+
+    assert verdict(a).signature != verdict(b).signature
+    assert verdict(a).signature == verdict(_op_error(selective_scan_like)).signature

@@ -197,3 +197,13 @@ def test_sleep_with_requests_in_flight_queued_requests_and_reload_weights():
     assert [s.kind for s in trace.steps] == ["generate", "submit", "sleep", "submit", "wake_up", "wake_up", "reload_weights", "generate"]
     print("in flight at the sleep:", in_flight.finish_reason, len(in_flight.tokens), "tokens; queued:", queued.tokens,
           "; generate after reload:", trace.steps[7].outputs[0].tokens)
+
+
+def test_root_cause_locates_an_op_error_in_its_caller_not_in_torch_dispatch():
+    log = "\n".join([
+        "(Worker pid=3) ERROR 12-01 10:30:00 [multiproc_executor.py:1063] Traceback (most recent call last):",
+        "(Worker pid=3) ERROR 12-01 10:30:00 [multiproc_executor.py:1063]   File \"/x/site-packages/vllm/model_executor/layers/mamba/ops/mamba_ssm.py\", line 400, in selective_scan_fn",
+        "(Worker pid=3) ERROR 12-01 10:30:00 [multiproc_executor.py:1063]   File \"/x/site-packages/torch/_ops.py\", line 1269, in __call__",
+        "(Worker pid=3) ERROR 12-01 10:30:00 [multiproc_executor.py:1063] RuntimeError: selective_scan_fwd: check failed",
+    ])
+    assert root_cause(log).where == "vllm/model_executor/layers/mamba/ops/mamba_ssm.py:400 in selective_scan_fn"

@@ -45,13 +45,27 @@ def short_path(filename: str) -> str:
     return filename.split("site-packages/")[-1].removeprefix(_CHECKOUT)
 
 
+# Frames that only pass a call on (the spirit of ClusterFuzz's stack-frame ignore list). A custom op's error
+# surfaces in torch/_ops.py's ``__call__`` whatever the op, so a signature keyed on that frame made every failing
+# op in a step one bug: on the H200 (vLLM 0.26.0, 2026-12-01) a Jamba selective-scan check was skipped 24 times
+# as the known CPU GDN dtype error of corpus/found/reload-weights-changes-outputs-cpu.yaml.
+DISPATCH_FRAME = re.compile(r"torch/(_ops\.py|_library/|utils/_contextlib\.py|nn/modules/module\.py)|"
+                            r"(^|/)(functools|contextlib)\.py$")
+
+
+def frame_where(frames: list[tuple[str, int, str]]) -> str:
+    """'file:line in function' of the innermost (last) frame that is not dispatch code, else of the innermost."""
+    if not frames:
+        return ""
+    own = [f for f in frames if not DISPATCH_FRAME.search(short_path(f[0]))]
+    filename, line, name = (own or frames)[-1]
+    return f"{short_path(filename)}:{line} in {name}"
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
-    """The exception as data; ``where`` is the innermost frame, ``phase`` whether config code raised it."""
+    """The exception as data; ``where`` is ``frame_where`` of its traceback, ``phase`` whether config code raised it."""
     frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    if frames:
-        fr = frames[-1]
-        where = f"{short_path(fr.filename)}:{fr.lineno} in {fr.name}"
+    where = frame_where([(f.filename, f.lineno or 0, f.name) for f in frames])
     in_config = any(_CONFIG_CODE.search(f"{f.filename} {f.name}") for f in frames)
     return ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000], where=where,
                      phase="config" if in_config else "")

@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
-from hybridfuzz.engines.base import REJECTION_TYPES, classify  # noqa: F401  (REJECTION_TYPES re-exported)
+from hybridfuzz.engines.base import REJECTION_TYPES, classify, frame_where  # noqa: F401  (REJECTION_TYPES re-exported)
 from hybridfuzz.engines.inflight import InFlight
 from hybridfuzz.engines.isolation import SequentialHost, tail
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
@@ -214,13 +214,13 @@ def root_cause(log_text: str) -> ErrorInfo:
             msg = following[0]
         elif etype == "ValidationError" and following:
             msg = f"{msg}: {following[0]}"
-        where = ""
+        frames: list[tuple[str, int, str]] = []  # this exception's traceback, innermost last
         for _, prev in reversed(lines[max(0, i - 40):i]):
-            fm = _FRAME_LINE.search(prev)
-            if fm:
-                where = f"{fm.group(1).split('site-packages/')[-1]}:{fm.group(2)} in {fm.group(3)}"
+            if prev.strip().startswith("Traceback"):
                 break
-        found.append(ErrorInfo(type=etype, message=msg[:2000], where=where))
+            if fm := _FRAME_LINE.search(prev):
+                frames.insert(0, (fm.group(1), int(fm.group(2)), fm.group(3)))
+        found.append(ErrorInfo(type=etype, message=msg[:2000], where=frame_where(frames)))
     real = [e for e in found if not any(w in e.message for w in _WRAPPERS)]
     if real:
         return real[0]
