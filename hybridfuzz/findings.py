@@ -33,6 +33,16 @@ def replay_note(replays: bool) -> str:
     return REPLAYED_NOTE if replays else "; did NOT replay on a fresh engine (flaky)"
 
 
+def replayed(case: Case, again, signature: str) -> tuple[Case, bool]:
+    """A (shrunk) finding after its replay on a fresh engine, and whether it replayed. When it did, the replay's
+    observation replaces the one recorded before shrinking, whose summary named a step the minimal case may no
+    longer have (an exported report of a 3-step case said "step 5", 2026-12-01)."""
+    replays = again.verdict.signature == signature
+    if replays:
+        case = case.replace(observed=[observation(again)])
+    return case.replace(note=case.note + replay_note(replays)), replays
+
+
 def known_signatures(*dirs: str) -> set[str]:
     """Signatures recorded in the observed entries of every case under dirs."""
     sigs: set[str] = set()

@@ -347,12 +347,13 @@ def test_background_shrinker_goes_on_after_a_job_that_fails(tmp_path):
     """A job that raises (its file is gone here; a fork server that would not restart on the H200) leaves that
     finding open and the shrinker thread alive: the next finding is still shrunk and replayed on a real engine."""
     from hybridfuzz.campaign.background import BackgroundShrinker
-    from hybridfuzz.case import Case, Generate, dump_case
+    from hybridfuzz.case import Case, Generate, Observation, dump_case
     from hybridfuzz.hosts import make_host
     from hybridfuzz.model import LINEAR, ModelSpec
 
     good = tmp_path / "good.yaml"
-    good.write_text(dump_case(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6, 7]], max_tokens=2)])))
+    stale = Observation(vllm="0.26.0", verdict="divergence", summary="case error at step 5 (wake_up): before shrinking")
+    good.write_text(dump_case(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6, 7]], max_tokens=2)], observed=[stale])))
     done, said = [], []
     shrinker = BackgroundShrinker(lambda: make_host("forkserver", workers=2, timeout=300, warm=False), parallel=1,
                                   budget_s=0.0, timeout_s=300, on_done=done.append, log=said.append)
@@ -361,6 +362,8 @@ def test_background_shrinker_goes_on_after_a_job_that_fails(tmp_path):
     shrinker.close(time.time() + 600)
     assert any("health:error:X:1" in line and "left open" in line for line in said), said
     assert [o.path for o in done] == [str(good)] and done[0].replays  # a passing case replays as a pass ("")
+    # the replay's observation replaces the one made before shrinking (its step may be gone from the minimal case)
+    assert [o.verdict for o in done[0].case.observed] == ["pass"], done[0].case.observed
     assert shrinker.pending == 0
 
 

@@ -88,6 +88,7 @@ class BackgroundShrinker:
 
     def _shrink(self, job: ShrinkJob, host) -> None:
         from hybridfuzz.executor import evaluate
+        from hybridfuzz.findings import replayed
         from hybridfuzz.shrink import shrink
 
         t0 = time.time()
@@ -102,9 +103,10 @@ class BackgroundShrinker:
                         on_smaller=keep, log=self.log)
         minimal = load_case_file(job.path)
         again = evaluate(minimal.replace(observed=[]), host, self.timeout_s)
+        minimal, replays = replayed(minimal, again, job.signature)
         self.busy_s += time.time() - t0
-        self.on_done(ShrinkOutcome(job.signature, job.path, minimal, again.verdict.signature == job.signature,
-                                   round(time.time() - t0, 1), result.runs, result.finished))
+        self.on_done(ShrinkOutcome(job.signature, job.path, minimal, replays, round(time.time() - t0, 1), result.runs,
+                                   result.finished))
 
     def close(self, deadline: float) -> None:
         """Finish the queue by ``deadline`` (shrinks are cut short to fit), then stop."""

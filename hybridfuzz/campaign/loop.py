@@ -37,7 +37,7 @@ from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
 from hybridfuzz.engines.forkserver import NOT_RUN
 from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case, needs_reference
-from hybridfuzz.findings import case_size, known_signatures, observation, replay_note, write_finding
+from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
 
 
 # Background shrinking: sessions Hypothesis draws at once before engines run them (``FuzzLoop._run_drawn_ahead``).
@@ -270,8 +270,7 @@ class FuzzLoop:
         """The background shrinker finished one finding (called from its thread)."""
         from hybridfuzz.store import write_atomic
 
-        path, case = outcome.path, outcome.case
-        case = case.replace(note=case.note + replay_note(outcome.replays))
+        path, case = outcome.path, outcome.case  # its note and observation already say how the replay went
         self.stats.shrink_s += outcome.shrink_s
         if outcome.replays:
             from hybridfuzz.case import dump_case
@@ -361,8 +360,7 @@ class FuzzLoop:
         path = os.path.join(self.cfg.findings_dir, filename(sig))
         case = load_case_file(path)
         again = evaluate(case.replace(observed=[]), self.host, self.cfg.timeout_s)
-        replays = again.verdict.signature == sig
-        case = case.replace(note=case.note + replay_note(replays))
+        case, replays = replayed(case, again, sig)
         if replays:
             write_atomic(path, dump_case(case))
             self.stats.findings.append(FoundRecord(sig, path, case.observed[-1].summary, round(self.stats.first_finding_s or 0, 1),
