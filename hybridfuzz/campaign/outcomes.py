@@ -1,0 +1,181 @@
+"""Outcome memory: what a configuration is known to do before it runs, learnt from what ran.
+
+Two outcomes cost engine starts and teach nothing new once seen:
+- a *refusal* at start-up (vLLM's config validation and backend selection read only the model and engine settings);
+- a *known bug that stops the engine* (a known or claimed signature: an engine error, crash or hang), after which
+  the rest of the session needs a fresh engine.
+In the H200 campaign of 2026-12-01 (results/gpu-h200-2026-12-01-s10/, vLLM 0.26.0) refusals took 26 % of the
+workers' session time (28 sessions, median 23 s; a memory of exact configurations answered 5 of them), and 104 of
+the 187 case-engine lifetimes ended at one of four signatures already found, each followed by a fresh engine.
+
+Each outcome (a refusal reason, or a signature) keeps its *sightings*: the features of each case that ended so
+(family, layers, every model and engine setting but the seeds) and the kinds of its steps up to the failing one.
+Its rule is their least general generalization: the settings all sightings share, and any of their step
+patterns (a subsequence of a case's step kinds; none for a start-up failure). With one sighting that is the exact
+configuration; sightings that differ in a setting drop it. A rule predicts from ``MIN_SIGHTINGS`` on (1 for a
+refusal, which is deterministic; 3 for a bug, whose triggers vary).
+
+A predicted case is left out, except ``CHECK`` of them (seeded), which run anyway. A checked case that ends
+otherwise (a refused configuration that starts; a case predicted to stop that passes) retires the rule for good:
+its generalization was too wide, or the bug is flaky. Signatures not yet found are never avoided.
+
+Files under DIR (one per sighting or miss, written atomically): all workers of a campaign share them, and a
+restarted worker keeps them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass
+
+from hybridfuzz.case import Case
+from hybridfuzz.engines.base import RESOURCE, refusal_reason
+from hybridfuzz.store import write_atomic
+from hybridfuzz.trace import Trace
+
+MIN_SIGHTINGS = {"refused": 1, "stops": 3}
+CHECK = 0.1  # share of predicted cases run anyway, to catch a rule that is wrong
+ABSENT = "-"  # the value of a setting a case does not have (an ``extra`` or ``env`` key)
+# Health symptoms after which the engine is gone and the session goes on on a fresh one (oracles/health.py).
+STOPPING = ("error:", "crash:", "timeout:")
+
+
+def features(case: Case) -> dict[str, str]:
+    """What a configuration is, setting by setting (JSON values); the seeds, which never decide, left out."""
+    out = {"model.layers": json.dumps(list(case.model.layers)), "model.layer_kinds": json.dumps(sorted(set(case.model.layers)))}
+    for prefix, obj in (("model", case.model), ("engine", case.engine)):
+        for k, v in dataclasses.asdict(obj).items():
+            if k not in ("seed", "layers", "extra", "env"):
+                out[f"{prefix}.{k}"] = json.dumps(v, sort_keys=True, default=str)
+    out.update({f"extra.{k}": json.dumps(v, sort_keys=True, default=str) for k, v in case.engine.extra.items()})
+    out.update({f"env.{k}": json.dumps(v) for k, v in case.engine.env.items()})
+    return out
+
+
+def stop_pattern(case: Case, trace: Trace) -> tuple[str, ...]:
+    """The kinds of the protocol steps before the step that failed, then its own kind; () at start-up."""
+    failed = next((s.index for s in trace.steps if s.error), None)
+    if failed is None or failed >= len(case.steps):
+        return ()
+    kinds = [type(s).__name__ for s in case.steps[:failed + 1]]
+    return tuple(k for k in kinds[:-1] if k != "Generate") + (kinds[-1],)
+
+
+def _contains(kinds: list[str], pattern: tuple[str, ...]) -> bool:
+    it = iter(kinds)
+    return all(k in it for k in pattern)  # a subsequence, in order
+
+
+def refused_at_start(trace: Trace) -> bool:
+    """A refusal worth remembering: refused at start-up, not for want of resources, not itself a prediction."""
+    return (trace.outcome == "rejected" and not trace.steps and trace.error is not None
+            and not RESOURCE.search(trace.error.message) and "predicted_refusal" not in trace.engine_settings)
+
+
+def stops_engine(symptom: str) -> bool:
+    return symptom.startswith(STOPPING)
+
+
+@dataclass
+class Rule:
+    key: str  # "refused:<reason>" or a signature
+    settings: dict[str, str]  # what every sighting shared
+    patterns: set[tuple[str, ...]]
+    sightings: int
+    retired: bool
+
+    @property
+    def ready(self) -> bool:
+        return not self.retired and self.sightings >= MIN_SIGHTINGS["refused" if self.key.startswith("refused:") else "stops"]
+
+    def matches(self, case: Case) -> bool:
+        f = features(case)
+        if any(f.get(k, ABSENT) != v for k, v in self.settings.items()):
+            return False
+        kinds = [type(s).__name__ for s in case.steps]
+        return () in self.patterns or any(_contains(kinds, p) for p in self.patterns)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    key: str
+    checked: bool  # True: run anyway, to check the rule
+
+
+class OutcomeMemory:
+    def __init__(self, directory: str, seed: int = 0):
+        self.directory = directory
+        os.makedirs(directory, exist_ok=True)
+        self._rng = random.Random(seed)
+        self.hits = 0
+
+    # ------------------------------------------------------------ learning
+
+    def _dir(self, key: str) -> str:
+        d = os.path.join(self.directory, hashlib.sha1(key.encode()).hexdigest()[:16])
+        if not os.path.exists(os.path.join(d, "key.json")):
+            os.makedirs(d, exist_ok=True)
+            write_atomic(os.path.join(d, "key.json"), json.dumps({"key": key}))
+        return d
+
+    def _sight(self, key: str, case: Case, pattern: tuple[str, ...]) -> None:
+        blob = json.dumps({"settings": features(case), "pattern": list(pattern)}, sort_keys=True)
+        write_atomic(os.path.join(self._dir(key), f"s-{hashlib.sha1(blob.encode()).hexdigest()[:16]}.json"), blob)
+
+    def learn(self, case: Case, trace: Trace, signature: str = "", symptom: str = "") -> None:
+        """One run's outcome: a refusal at start-up, or an engine-stopping signature (verdict ``signature`` and
+        ``symptom``) at the step that failed. Anything else teaches nothing here."""
+        if refused_at_start(trace):
+            self._sight("refused:" + refusal_reason(trace.error), case, ())
+        elif signature and stops_engine(symptom) and trace.outcome in ("error", "crash", "timeout"):
+            self._sight(signature, case, stop_pattern(case, trace))  # the case's own engine stopped (not its reference)
+
+    def miss(self, key: str) -> None:
+        """A checked prediction that did not come true: the rule is retired."""
+        write_atomic(os.path.join(self._dir(key), "retired"), "")
+
+    def rules(self) -> list[Rule]:
+        out = []
+        for name in sorted(os.listdir(self.directory)):
+            d = os.path.join(self.directory, name)
+            try:
+                with open(os.path.join(d, "key.json")) as f:
+                    key = json.load(f)["key"]
+                seen = []
+                for fn in sorted(os.listdir(d)):
+                    if fn.startswith("s-") and fn.endswith(".json"):
+                        with open(os.path.join(d, fn)) as f:
+                            seen.append(json.load(f))
+            except (OSError, ValueError, KeyError):
+                continue  # a rule being written by another worker: next time
+            if not seen:
+                continue
+            keys = set().union(*(s["settings"] for s in seen))
+            values = {k: {s["settings"].get(k, ABSENT) for s in seen} for k in keys}
+            settings = {k: v.pop() for k, v in values.items() if len(v) == 1}
+            out.append(Rule(key, settings, {tuple(s["pattern"]) for s in seen}, len(seen),
+                            os.path.exists(os.path.join(d, "retired"))))
+        return out
+
+    # ------------------------------------------------------------ predicting
+
+    def predict(self, case: Case, rules: list[Rule], avoidable=lambda key: False) -> Prediction | None:
+        """The outcome a ready rule predicts for this case: a refusal, or a signature ``avoidable(key)`` says was
+        found already; None when no rule applies. One in ``CHECK`` predictions is marked to run anyway."""
+        for rule in rules:
+            if rule.ready and (rule.key.startswith("refused:") or avoidable(rule.key)) and rule.matches(case):
+                self.hits += 1
+                return Prediction(rule.key, checked=self._rng.random() < CHECK)
+        return None
+
+    def verify(self, prediction: Prediction, trace: Trace, signature: str) -> None:
+        """A checked prediction against what ran: a refusal that did not come, or a stop that did not come and a
+        case that passed instead (another failure first says nothing), retires the rule."""
+        if prediction.key.startswith("refused:"):
+            if trace.outcome != "rejected" or trace.steps:
+                self.miss(prediction.key)
+        elif trace.outcome == "ok" and not signature:
+            self.miss(prediction.key)
