@@ -105,20 +105,40 @@ def test_a_known_stop_is_foreseen_over_the_settings_its_sightings_share_and_its_
     # a refused reference or a failure of the reference alone teaches no stop: only the case's own engine counts
     memory.learn(other, Trace(outcome="ok"), "health:error:RuntimeError:feedbeef", symptom)
     assert [r.key for r in memory.rules()] == [sig]
+    # a configuration the rule covers ran its sleep and wake-up and passed: the generalization is not used
+    memory.learn(other.replace(engine=dataclasses.replace(other.engine, kv_cache_dtype="fp8_e5m2")), Trace(outcome="ok"))
+    assert _ready(memory, other) is None and memory.rules()[0].contradicted
 
 
-def test_a_checked_prediction_that_does_not_come_true_retires_its_rule(tmp_path):
+def test_a_generalization_is_checked_against_what_ran_and_retired_when_wrong_but_a_refused_configuration_stays(tmp_path):
+    refused = Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here"))
     memory = OutcomeMemory(str(tmp_path), seed=0)
-    case = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8")
-    memory.learn(case, Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here")))
-    predictions = [_ready(memory, case) for _ in range(200)]
-    checked = [p for p in predictions if p.checked]
-    assert 0.03 < len(checked) / len(predictions) < 0.2, len(checked)  # about CHECK of them run anyway
-    memory.verify(checked[0], Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here")), "")
-    assert _ready(memory, case) is not None  # it came true: the rule stands
-    memory.verify(checked[0], Trace(outcome="ok"), "")
-    assert _ready(memory, case) is None and memory.rules()[0].retired  # it started after all: retired for good
+    seen = [_case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=b) for b in (16, 32)]
+    for case in seen:
+        memory.learn(case, refused)
+    new = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=64)  # the block size was dropped
+    predictions = [_ready(memory, new) for _ in range(200)]
+    checked = [p for p in predictions if p is not None and p.checked]
+    assert all(predictions) and 0.03 < len(checked) / len(predictions) < 0.2, len(checked)  # about CHECK run anyway
     assert CHECK == 0.1
+    memory.verify(checked[0], refused, "")
+    assert _ready(memory, new) is not None  # it came true: the rule stands
+    memory.verify(checked[0], Trace(outcome="ok"), "")  # it started after all
+    assert memory.rules()[0].retired and _ready(memory, new) is None  # the generalization is retired for good ...
+    assert _ready(memory, seen[0]) is not None  # ... but a refused configuration is refused again (deterministic)
+
+
+def test_a_generalization_that_covers_a_configuration_seen_to_run_is_not_used(tmp_path):
+    memory = OutcomeMemory(str(tmp_path))
+    refused = Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here"))
+    for kv in ("fp8", "fp8_e4m3"):
+        memory.learn(_case(Generate(prompts=[PROMPT]), kv_cache_dtype=kv), refused)
+    auto = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="auto")
+    assert _ready(memory, auto) is not None  # the two sightings differ only in the KV dtype: dropped, too wide
+    memory.learn(auto, Trace(outcome="ok"))  # ... and auto was seen to start
+    assert _ready(memory, auto) is None and memory.rules()[0].contradicted
+    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8_e5m2")) is None
+    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8")) is not None  # sighted: still
 
 
 @pytest.mark.engine

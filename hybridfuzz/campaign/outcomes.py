@@ -15,9 +15,12 @@ patterns (a subsequence of a case's step kinds; none for a start-up failure). Wi
 configuration; sightings that differ in a setting drop it. A rule predicts from ``MIN_SIGHTINGS`` on (1 for a
 refusal, which is deterministic; 3 for a bug, whose triggers vary).
 
-A predicted case is left out, except ``CHECK`` of them (seeded), which run anyway. A checked case that ends
-otherwise (a refused configuration that starts; a case predicted to stop that passes) retires the rule for good:
-its generalization was too wide, or the bug is flaky. Signatures not yet found are never avoided.
+Two guards keep a rule from reaching too far. A generalization that covers a configuration this worker saw run
+(one that started, for a refusal; one that ran the pattern's steps and passed, for a stop) is not used: only the
+exact configurations sighted are then foreseen, and only for a refusal, which is deterministic. And a predicted
+case is left out except ``CHECK`` of them (seeded), which run anyway: a checked case that ends otherwise (a
+refused configuration that starts; a case foreseen to stop that passes) retires the rule for good (for a refusal,
+its generalization). Signatures not yet found are never avoided.
 
 Files under DIR (one per sighting or miss, written atomically): all workers of a campaign share them, and a
 restarted worker keeps them.
@@ -29,6 +32,7 @@ import hashlib
 import json
 import os
 import random
+from collections import deque
 from dataclasses import dataclass
 
 from hybridfuzz.case import Case
@@ -37,6 +41,7 @@ from hybridfuzz.store import write_atomic
 from hybridfuzz.trace import Trace
 
 MIN_SIGHTINGS = {"refused": 1, "stops": 3}
+SEEN_RUNS = 2000  # the configurations a worker remembers having run, as evidence against a rule
 CHECK = 0.1  # share of predicted cases run anyway, to catch a rule that is wrong
 ABSENT = "-"  # the value of a setting a case does not have (an ``extra`` or ``env`` key)
 # Health symptoms after which the engine is gone and the session goes on on a fresh one (oracles/health.py).
@@ -79,24 +84,40 @@ def stops_engine(symptom: str) -> bool:
     return symptom.startswith(STOPPING)
 
 
+def _kinds(case: Case) -> list[str]:
+    return [type(s).__name__ for s in case.steps]
+
+
 @dataclass
 class Rule:
     key: str  # "refused:<reason>" or a signature
     settings: dict[str, str]  # what every sighting shared
     patterns: set[tuple[str, ...]]
-    sightings: int
+    sightings: list[dict[str, str]]  # each sighting's settings
     retired: bool
+    contradicted: bool = False  # the generalization covers a configuration seen to run (``OutcomeMemory.rules``)
+
+    @property
+    def refusal(self) -> bool:
+        return self.key.startswith("refused:")
 
     @property
     def ready(self) -> bool:
-        return not self.retired and self.sightings >= MIN_SIGHTINGS["refused" if self.key.startswith("refused:") else "stops"]
+        return len(self.sightings) >= MIN_SIGHTINGS["refused" if self.refusal else "stops"]
 
-    def matches(self, case: Case) -> bool:
-        f = features(case)
-        if any(f.get(k, ABSENT) != v for k, v in self.settings.items()):
+    def covers(self, feats: dict[str, str], kinds: list[str]) -> bool:
+        """The generalization: every shared setting, and one of the step patterns."""
+        if any(feats.get(k, ABSENT) != v for k, v in self.settings.items()):
             return False
-        kinds = [type(s).__name__ for s in case.steps]
         return () in self.patterns or any(_contains(kinds, p) for p in self.patterns)
+
+    def foresees(self, case: Case) -> bool:
+        if not self.ready:
+            return False
+        feats = features(case)
+        if not self.retired and not self.contradicted and self.covers(feats, _kinds(case)):
+            return True
+        return self.refusal and feats in self.sightings  # a refusal of this very configuration: always
 
 
 @dataclass(frozen=True)
@@ -111,7 +132,8 @@ class OutcomeMemory:
         os.makedirs(directory, exist_ok=True)
         self._rng = random.Random(seed)
         self.hits = 0
-
+        self._started: deque[dict[str, str]] = deque(maxlen=SEEN_RUNS)  # configurations that started (not refused)
+        self._passed: deque[tuple[dict[str, str], list[str]]] = deque(maxlen=SEEN_RUNS)  # ... and ran to the end
     # ------------------------------------------------------------ learning
 
     def _dir(self, key: str) -> str:
@@ -128,6 +150,10 @@ class OutcomeMemory:
     def learn(self, case: Case, trace: Trace, signature: str = "", symptom: str = "") -> None:
         """One run's outcome: a refusal at start-up, or an engine-stopping signature (verdict ``signature`` and
         ``symptom``) at the step that failed. Anything else teaches nothing here."""
+        if trace.outcome != "rejected":
+            self._started.append(features(case))
+        if trace.outcome == "ok" and not signature:
+            self._passed.append((features(case), _kinds(case)))
         if refused_at_start(trace):
             self._sight("refused:" + refusal_reason(trace.error), case, ())
         elif signature and stops_engine(symptom) and trace.outcome in ("error", "crash", "timeout"):
@@ -156,8 +182,13 @@ class OutcomeMemory:
             keys = set().union(*(s["settings"] for s in seen))
             values = {k: {s["settings"].get(k, ABSENT) for s in seen} for k in keys}
             settings = {k: v.pop() for k, v in values.items() if len(v) == 1}
-            out.append(Rule(key, settings, {tuple(s["pattern"]) for s in seen}, len(seen),
-                            os.path.exists(os.path.join(d, "retired"))))
+            rule = Rule(key, settings, {tuple(s["pattern"]) for s in seen}, [s["settings"] for s in seen],
+                        os.path.exists(os.path.join(d, "retired")))
+            if rule.refusal:
+                rule.contradicted = any(rule.covers(f, []) for f in self._started)
+            else:
+                rule.contradicted = any(rule.covers(f, kinds) for f, kinds in self._passed)
+            out.append(rule)
         return out
 
     # ------------------------------------------------------------ predicting
@@ -166,7 +197,7 @@ class OutcomeMemory:
         """The outcome a ready rule predicts for this case: a refusal, or a signature ``avoidable(key)`` says was
         found already; None when no rule applies. One in ``CHECK`` predictions is marked to run anyway."""
         for rule in rules:
-            if rule.ready and (rule.key.startswith("refused:") or avoidable(rule.key)) and rule.matches(case):
+            if (rule.refusal or avoidable(rule.key)) and rule.foresees(case):
                 self.hits += 1
                 return Prediction(rule.key, checked=self._rng.random() < CHECK)
         return None
