@@ -97,7 +97,7 @@ def test_a_known_stop_is_foreseen_over_the_settings_its_sightings_share_and_its_
     assert _ready(memory, other) is None  # two sightings: not yet (a bug's trigger varies; three are asked)
     memory.learn(seen[0].replace(engine=dataclasses.replace(seen[0].engine, block_size=256)), _stopped(seen[0], 3), sig, symptom)
     (rule,) = memory.rules()
-    assert "engine.kv_cache_dtype" not in rule.settings and rule.settings["extra.mamba_ssm_cache_dtype"] == '"float16"'
+    assert "engine.kv_cache_dtype" not in rule.settings and rule.settings["extra.mamba_ssm_cache_dtype"] == {'"float16"'}
     assert _ready(memory, other).key == sig  # another KV dtype, the same shared setting and pattern
     assert _ready(memory, other.replace(steps=[WakeUp(), Sleep(level=1)])) is None  # wakes before it sleeps
     assert _ready(memory, other.replace(engine=dataclasses.replace(other.engine, extra={}))) is None  # lacks the shared setting
@@ -105,9 +105,13 @@ def test_a_known_stop_is_foreseen_over_the_settings_its_sightings_share_and_its_
     # a refused reference or a failure of the reference alone teaches no stop: only the case's own engine counts
     memory.learn(other, Trace(outcome="ok"), "health:error:RuntimeError:feedbeef", symptom)
     assert [r.key for r in memory.rules()] == [sig]
-    # a configuration the rule covers ran its sleep and wake-up and passed: the generalization is not used
+    # a configuration the rule covers ran its sleep and wake-up and passed: the KV dtype is taken back as the
+    # sightings' values, which tells them apart
     memory.learn(other.replace(engine=dataclasses.replace(other.engine, kv_cache_dtype="fp8_e5m2")), Trace(outcome="ok"))
-    assert _ready(memory, other) is None and memory.rules()[0].contradicted
+    (rule,) = memory.rules()
+    assert rule.settings["engine.kv_cache_dtype"] == {'"fp8"', '"fp8_e4m3"'} and not rule.contradicted
+    assert _ready(memory, other) is None  # int8 is not among them
+    assert _ready(memory, other.replace(engine=dataclasses.replace(other.engine, kv_cache_dtype="fp8_e4m3"))).key == sig
 
 
 def test_a_generalization_is_checked_against_what_ran_and_retired_when_wrong_but_a_refused_configuration_stays(tmp_path):
@@ -128,17 +132,23 @@ def test_a_generalization_is_checked_against_what_ran_and_retired_when_wrong_but
     assert _ready(memory, seen[0]) is not None  # ... but a refused configuration is refused again (deterministic)
 
 
-def test_a_generalization_that_covers_a_configuration_seen_to_run_is_not_used(tmp_path):
+def test_a_generalization_is_narrowed_by_what_ran_and_unused_when_it_cannot_be(tmp_path):
     memory = OutcomeMemory(str(tmp_path))
     refused = Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here"))
-    for kv in ("fp8", "fp8_e4m3"):
-        memory.learn(_case(Generate(prompts=[PROMPT]), kv_cache_dtype=kv), refused)
-    auto = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="auto")
-    assert _ready(memory, auto) is not None  # the two sightings differ only in the KV dtype: dropped, too wide
-    memory.learn(auto, Trace(outcome="ok"))  # ... and auto was seen to start
-    assert _ready(memory, auto) is None and memory.rules()[0].contradicted
-    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8_e5m2")) is None
-    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8")) is not None  # sighted: still
+    for kv, bs in (("fp8", 16), ("fp8_e4m3", 32)):
+        memory.learn(_case(Generate(prompts=[PROMPT]), kv_cache_dtype=kv, block_size=bs), refused)
+    auto = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="auto", block_size=16)
+    assert _ready(memory, auto) is not None  # the sightings differ in the KV dtype and block size: both dropped
+    memory.learn(auto, Trace(outcome="ok"))  # ... but auto was seen to start: the KV dtype is taken back
+    (rule,) = memory.rules()
+    assert rule.settings["engine.kv_cache_dtype"] == {'"fp8"', '"fp8_e4m3"'} and not rule.contradicted
+    assert _ready(memory, auto) is None
+    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=64)) is not None
+    # a configuration that started with the sightings' own values: nothing tells them apart, the rule is not used
+    memory.learn(_case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=32), Trace(outcome="ok"))
+    assert memory.rules()[0].contradicted
+    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=64)) is None
+    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=16)) is not None  # sighted
 
 
 @pytest.mark.engine

@@ -86,7 +86,7 @@ class Stats:
     sessions_s: float = 0.0  # wall time spent waiting on evaluate_sessions
     confirm_s: float = 0.0  # wall time spent confirming warm divergences on fresh engines
     refusals: Counter = field(default_factory=Counter)  # refusal reason -> count
-    refusals_predicted: int = 0  # sessions answered from the refusal memory (no engine started; not in cases)
+    refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (no engine started; not in cases)
     known_avoided: int = 0  # cases left out: the outcome memory foresaw a bug already found stopping their engine
 
 

@@ -10,14 +10,17 @@ the 187 case-engine lifetimes ended at one of four signatures already found, eac
 
 Each outcome (a refusal reason, or a signature) keeps its *sightings*: the features of each case that ended so
 (family, layers, every model and engine setting but the seeds) and the kinds of its steps up to the failing one.
-Its rule is their least general generalization: the settings all sightings share, and any of their step
+Its rule starts as their least general generalization: the settings all sightings share, and any of their step
 patterns (a subsequence of a case's step kinds; none for a start-up failure). With one sighting that is the exact
 configuration; sightings that differ in a setting drop it. A rule predicts from ``MIN_SIGHTINGS`` on (1 for a
 refusal, which is deterministic; 3 for a bug, whose triggers vary).
 
-Two guards keep a rule from reaching too far. A generalization that covers a configuration this worker saw run
-(one that started, for a refusal; one that ran the pattern's steps and passed, for a stop) is not used: only the
-exact configurations sighted are then foreseen, and only for a refusal, which is deterministic. And a predicted
+Two guards keep a rule from reaching too far. The configurations this worker saw run are counter-examples
+(those that started, for a refusal; those that ran a pattern's steps and passed, for a stop): while the rule
+covers one, a dropped setting is taken back as "one of the values its sightings had", the one that excludes
+the most counter-examples first (fp8 and fp8_e4m3 sightings of a wake-up crash keep the KV dtype to those two
+once an auto-KV case is seen to sleep and wake). A rule that still covers one is not used: only the exact
+configurations sighted are then foreseen, and only for a refusal, which is deterministic. And a predicted
 case is left out except ``CHECK`` of them (seeded), which run anyway: a checked case that ends otherwise (a
 refused configuration that starts; a case foreseen to stop that passes) retires the rule for good (for a refusal,
 its generalization). Signatures not yet found are never avoided.
@@ -91,7 +94,7 @@ def _kinds(case: Case) -> list[str]:
 @dataclass
 class Rule:
     key: str  # "refused:<reason>" or a signature
-    settings: dict[str, str]  # what every sighting shared
+    settings: dict[str, set[str]]  # setting -> the values allowed (one: what every sighting shared)
     patterns: set[tuple[str, ...]]
     sightings: list[dict[str, str]]  # each sighting's settings
     retired: bool
@@ -107,7 +110,7 @@ class Rule:
 
     def covers(self, feats: dict[str, str], kinds: list[str]) -> bool:
         """The generalization: every shared setting, and one of the step patterns."""
-        if any(feats.get(k, ABSENT) != v for k, v in self.settings.items()):
+        if any(feats.get(k, ABSENT) not in v for k, v in self.settings.items()):
             return False
         return () in self.patterns or any(_contains(kinds, p) for p in self.patterns)
 
@@ -181,15 +184,26 @@ class OutcomeMemory:
                 continue
             keys = set().union(*(s["settings"] for s in seen))
             values = {k: {s["settings"].get(k, ABSENT) for s in seen} for k in keys}
-            settings = {k: v.pop() for k, v in values.items() if len(v) == 1}
-            rule = Rule(key, settings, {tuple(s["pattern"]) for s in seen}, [s["settings"] for s in seen],
-                        os.path.exists(os.path.join(d, "retired")))
-            if rule.refusal:
-                rule.contradicted = any(rule.covers(f, []) for f in self._started)
-            else:
-                rule.contradicted = any(rule.covers(f, kinds) for f, kinds in self._passed)
+            rule = Rule(key, {k: v for k, v in values.items() if len(v) == 1}, {tuple(s["pattern"]) for s in seen},
+                        [s["settings"] for s in seen], os.path.exists(os.path.join(d, "retired")))
+            self._specialize(rule, {k: v for k, v in values.items() if len(v) > 1})
             out.append(rule)
         return out
+
+    def _specialize(self, rule: Rule, dropped: dict[str, set[str]]) -> None:
+        """Take dropped settings back (as the values the sightings had) while the rule covers a configuration
+        seen to run; mark it contradicted if one is still covered."""
+        if rule.refusal:
+            covered = [f for f in self._started if rule.covers(f, [])]
+        else:
+            covered = [f for f, kinds in self._passed if rule.covers(f, kinds)]
+        while covered and dropped:
+            best = max(sorted(dropped), key=lambda k: sum(f.get(k, ABSENT) not in dropped[k] for f in covered))
+            if not any(f.get(best, ABSENT) not in dropped[best] for f in covered):
+                break  # no setting the sightings varied in tells them apart
+            rule.settings[best] = dropped.pop(best)
+            covered = [f for f in covered if f.get(best, ABSENT) in rule.settings[best]]
+        rule.contradicted = bool(covered)
 
     # ------------------------------------------------------------ predicting
 

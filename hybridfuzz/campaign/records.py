@@ -165,7 +165,7 @@ class RunSummary:
     confirm_s: float = 0.0
     refusals: dict[str, int] = field(default_factory=dict)  # the top refusal reasons, with counts
     refused_cases: int = 0
-    refusals_predicted: int = 0  # sessions answered from the refusal memory: no engine started, not in cases
+    refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (campaign/outcomes.py): no engine started, not in cases
     known_avoided: int = 0  # cases left out: a bug already found was foreseen to stop their engine (campaign/outcomes.py)
     cases_per_engine: int = 1
     shrink: str = "inline"

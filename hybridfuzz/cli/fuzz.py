@@ -47,7 +47,7 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
         f"{'n/a' if s['cases_per_min_after_first'] is None else s['cases_per_min_after_first']}/min after the first case, "
         f"{s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy {s['engine_busy_fraction']}); "
         f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky; refused by reason: {s['refusals'] or 'none'}, "
-        f"{s['refusals_predicted']} more from the refusal memory; {s['known_avoided']} cases left out (a known bug foreseen)")
+        f"{s['refusals_predicted']} more foreseen refused; {s['known_avoided']} cases left out (a known bug foreseen)")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     if s["interrupted"]:
@@ -109,7 +109,7 @@ def run(args) -> int:
         print(json.dumps(dataclasses.asdict(summary), indent=2))
     say(f"throughput: {summary.cases_per_min} cases/min, {summary.steps_per_min} steps/min, {summary.engine_starts_per_min} engine "
         f"starts/min, engines busy {summary.engine_busy_fraction}; refused by reason: {summary.refusals or 'none'}, "
-        f"{summary.refusals_predicted} more from the refusal memory; {summary.known_avoided} cases left out (a known bug foreseen)")
+        f"{summary.refusals_predicted} more foreseen refused; {summary.known_avoided} cases left out (a known bug foreseen)")
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
         f"{summary.findings} new findings; time to first finding {_seconds(summary.time_to_first_finding_s)}; "
         f"shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")
