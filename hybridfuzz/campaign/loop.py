@@ -36,7 +36,7 @@ from hybridfuzz.campaign.outcomes import OutcomeMemory, Prediction
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
-from hybridfuzz.engines.forkserver import NOT_RUN
+from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case, needs_reference
 from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
 
@@ -87,7 +87,7 @@ class Stats:
     confirm_s: float = 0.0  # wall time spent confirming warm divergences on fresh engines
     refusals: Counter = field(default_factory=Counter)  # refusal reason -> count
     refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (no engine started; not in cases)
-    known_avoided: int = 0  # cases left out: the outcome memory foresaw a bug already found stopping their engine
+    known_avoided: int = 0  # cases left out, foreseen to stop their engine: by the outcome memory, or by an earlier case of their session
 
 
 @dataclass
@@ -178,6 +178,7 @@ class FuzzLoop:
         self.stats.references_reused += self._reference_hits() - reused
         wall = time.time() - t0
         self.stats.sessions_s += wall
+        self.stats.known_avoided += sum(r.trace.engine_settings.get(NOT_RUN) == FORESEEN for r in results)
         ran = [(c, r) for c, r in zip(session, results) if NOT_RUN not in r.trace.engine_settings]
         session, results = [c for c, _ in ran], [r for _, r in ran]
         for case, result in zip(session, results):

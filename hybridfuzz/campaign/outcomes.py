@@ -39,7 +39,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import RESOURCE, refusal_reason
+from hybridfuzz.engines.base import RESOURCE, contains_pattern, refusal_reason, step_kinds, stop_pattern
 from hybridfuzz.store import write_atomic
 from hybridfuzz.trace import Trace
 
@@ -63,20 +63,6 @@ def features(case: Case) -> dict[str, str]:
     return out
 
 
-def stop_pattern(case: Case, trace: Trace) -> tuple[str, ...]:
-    """The kinds of the protocol steps before the step that failed, then its own kind; () at start-up."""
-    failed = next((s.index for s in trace.steps if s.error), None)
-    if failed is None or failed >= len(case.steps):
-        return ()
-    kinds = [type(s).__name__ for s in case.steps[:failed + 1]]
-    return tuple(k for k in kinds[:-1] if k != "Generate") + (kinds[-1],)
-
-
-def _contains(kinds: list[str], pattern: tuple[str, ...]) -> bool:
-    it = iter(kinds)
-    return all(k in it for k in pattern)  # a subsequence, in order
-
-
 def refused_at_start(trace: Trace) -> bool:
     """A refusal worth remembering: refused at start-up, not for want of resources, not itself a prediction."""
     return (trace.outcome == "rejected" and not trace.steps and trace.error is not None
@@ -85,10 +71,6 @@ def refused_at_start(trace: Trace) -> bool:
 
 def stops_engine(symptom: str) -> bool:
     return symptom.startswith(STOPPING)
-
-
-def _kinds(case: Case) -> list[str]:
-    return [type(s).__name__ for s in case.steps]
 
 
 @dataclass
@@ -112,13 +94,13 @@ class Rule:
         """The generalization: every shared setting, and one of the step patterns."""
         if any(feats.get(k, ABSENT) not in v for k, v in self.settings.items()):
             return False
-        return () in self.patterns or any(_contains(kinds, p) for p in self.patterns)
+        return () in self.patterns or any(contains_pattern(kinds, p) for p in self.patterns)
 
     def foresees(self, case: Case) -> bool:
         if not self.ready:
             return False
         feats = features(case)
-        if not self.retired and not self.contradicted and self.covers(feats, _kinds(case)):
+        if not self.retired and not self.contradicted and self.covers(feats, step_kinds(case)):
             return True
         return self.refusal and feats in self.sightings  # a refusal of this very configuration: always
 
@@ -156,7 +138,7 @@ class OutcomeMemory:
         if trace.outcome != "rejected":
             self._started.append(features(case))
         if trace.outcome == "ok" and not signature:
-            self._passed.append((features(case), _kinds(case)))
+            self._passed.append((features(case), step_kinds(case)))
         if refused_at_start(trace):
             self._sight("refused:" + refusal_reason(trace.error), case, ())
         elif signature and stops_engine(symptom) and trace.outcome in ("error", "crash", "timeout"):

@@ -94,6 +94,26 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
 _NUMBERS = re.compile(r"(?<![A-Za-z_\d.])\d+(\.\d+)?")  # 128, 0.5; not FP8 or x86
 
 
+def step_kinds(case) -> list[str]:
+    return [type(s).__name__ for s in case.steps]
+
+
+def stop_pattern(case, trace: Trace) -> tuple[str, ...]:
+    """Where a case stopped its engine, as step kinds: the protocol steps before the step that failed, then its
+    own kind ("Sleep", "WakeUp"; "Generate" for a first generate); () when it stopped at start-up or not at all."""
+    failed = next((s.index for s in trace.steps if s.error), None)
+    if failed is None or failed >= len(case.steps):
+        return ()
+    kinds = step_kinds(case)[:failed + 1]
+    return tuple(k for k in kinds[:-1] if k != "Generate") + (kinds[-1],)
+
+
+def contains_pattern(kinds: list[str], pattern: tuple[str, ...]) -> bool:
+    """Whether the step kinds hold the pattern as a subsequence, in order."""
+    it = iter(kinds)
+    return all(k in it for k in pattern)
+
+
 def refusal_reason(info: ErrorInfo | None) -> str:
     """A short stable key to count refusals by: the exception type and its first line, numbers masked."""
     if info is None:
