@@ -215,7 +215,7 @@ class FuzzLoop:
             return session, {}
         rules = self.memory.rules()
         checks: dict[int, Prediction] = {}
-        refusals = [r for r in rules if r.key.startswith("refused:")]
+        refusals = [r for r in rules if r.refusal]
         first = session[0]
         refused = self.memory.predict(first, refusals)
         if refused is None and needs_reference(first):
@@ -225,7 +225,7 @@ class FuzzLoop:
             return [], {}
         if refused is not None:
             checks[id(first)] = refused
-        stops = [r for r in rules if not r.key.startswith("refused:")]
+        stops = [r for r in rules if not r.refusal]
         kept = []
         for case in session:
             stop = self.memory.predict(case, stops, lambda key: key in self.known or self._taken(key))

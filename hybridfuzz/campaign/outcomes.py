@@ -47,6 +47,7 @@ MIN_SIGHTINGS = {"refused": 1, "stops": 3}
 SEEN_RUNS = 2000  # the configurations a worker remembers having run, as evidence against a rule
 CHECK = 0.1  # share of predicted cases run anyway, to catch a rule that is wrong
 ABSENT = "-"  # the value of a setting a case does not have (an ``extra`` or ``env`` key)
+REFUSED = "refused:"  # the prefix of a refusal's key; other keys are signatures
 # Health symptoms after which the engine is gone and the session goes on on a fresh one (oracles/health.py).
 STOPPING = ("error:", "crash:", "timeout:")
 
@@ -63,10 +64,14 @@ def features(case: Case) -> dict[str, str]:
     return out
 
 
+def is_refusal(key: str) -> bool:
+    return key.startswith(REFUSED)
+
+
 def refused_at_start(trace: Trace) -> bool:
-    """A refusal worth remembering: refused at start-up, not for want of resources, not itself a prediction."""
+    """A refusal worth remembering: refused at start-up, not for want of resources."""
     return (trace.outcome == "rejected" and not trace.steps and trace.error is not None
-            and not RESOURCE.search(trace.error.message) and "predicted_refusal" not in trace.engine_settings)
+            and not RESOURCE.search(trace.error.message))
 
 
 def stops_engine(symptom: str) -> bool:
@@ -75,7 +80,7 @@ def stops_engine(symptom: str) -> bool:
 
 @dataclass
 class Rule:
-    key: str  # "refused:<reason>" or a signature
+    key: str  # REFUSED + a refusal reason, or a signature
     settings: dict[str, set[str]]  # setting -> the values allowed (one: what every sighting shared)
     patterns: set[tuple[str, ...]]
     sightings: list[dict[str, str]]  # each sighting's settings
@@ -84,7 +89,7 @@ class Rule:
 
     @property
     def refusal(self) -> bool:
-        return self.key.startswith("refused:")
+        return is_refusal(self.key)
 
     @property
     def ready(self) -> bool:
@@ -96,11 +101,11 @@ class Rule:
             return False
         return () in self.patterns or any(contains_pattern(kinds, p) for p in self.patterns)
 
-    def foresees(self, case: Case) -> bool:
+    def foresees(self, feats: dict[str, str], kinds: list[str]) -> bool:
+        """For a case's ``features`` and ``step_kinds``."""
         if not self.ready:
             return False
-        feats = features(case)
-        if not self.retired and not self.contradicted and self.covers(feats, step_kinds(case)):
+        if not self.retired and not self.contradicted and self.covers(feats, kinds):
             return True
         return self.refusal and feats in self.sightings  # a refusal of this very configuration: always
 
@@ -116,7 +121,6 @@ class OutcomeMemory:
         self.directory = directory
         os.makedirs(directory, exist_ok=True)
         self._rng = random.Random(seed)
-        self.hits = 0
         self._started: deque[dict[str, str]] = deque(maxlen=SEEN_RUNS)  # configurations that started (not refused)
         self._passed: deque[tuple[dict[str, str], list[str]]] = deque(maxlen=SEEN_RUNS)  # ... and ran to the end
     # ------------------------------------------------------------ learning
@@ -135,12 +139,13 @@ class OutcomeMemory:
     def learn(self, case: Case, trace: Trace, signature: str = "", symptom: str = "") -> None:
         """One run's outcome: a refusal at start-up, or an engine-stopping signature (verdict ``signature`` and
         ``symptom``) at the step that failed. Anything else teaches nothing here."""
+        feats = features(case)
         if trace.outcome != "rejected":
-            self._started.append(features(case))
+            self._started.append(feats)
         if trace.outcome == "ok" and not signature:
-            self._passed.append((features(case), step_kinds(case)))
+            self._passed.append((feats, step_kinds(case)))
         if refused_at_start(trace):
-            self._sight("refused:" + refusal_reason(trace.error), case, ())
+            self._sight(REFUSED + refusal_reason(trace.error), case, ())
         elif signature and stops_engine(symptom) and trace.outcome in ("error", "crash", "timeout"):
             self._sight(signature, case, stop_pattern(case, trace))  # the case's own engine stopped (not its reference)
 
@@ -192,16 +197,16 @@ class OutcomeMemory:
     def predict(self, case: Case, rules: list[Rule], avoidable=lambda key: False) -> Prediction | None:
         """The outcome a ready rule predicts for this case: a refusal, or a signature ``avoidable(key)`` says was
         found already; None when no rule applies. One in ``CHECK`` predictions is marked to run anyway."""
+        feats, kinds = features(case), step_kinds(case)
         for rule in rules:
-            if (rule.refusal or avoidable(rule.key)) and rule.foresees(case):
-                self.hits += 1
+            if (rule.refusal or avoidable(rule.key)) and rule.foresees(feats, kinds):
                 return Prediction(rule.key, checked=self._rng.random() < CHECK)
         return None
 
     def verify(self, prediction: Prediction, trace: Trace, signature: str) -> None:
         """A checked prediction against what ran: a refusal that did not come, or a stop that did not come and a
         case that passed instead (another failure first says nothing), retires the rule."""
-        if prediction.key.startswith("refused:"):
+        if is_refusal(prediction.key):
             if trace.outcome != "rejected" or trace.steps:
                 self.miss(prediction.key)
         elif trace.outcome == "ok" and not signature:

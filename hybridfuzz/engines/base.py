@@ -94,6 +94,20 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
 _NUMBERS = re.compile(r"(?<![A-Za-z_\d.])\d+(\.\d+)?")  # 128, 0.5; not FP8 or x86
 
 
+def refusal_reason(info: ErrorInfo | None) -> str:
+    """A short stable key to count refusals by: the exception type and its first line, numbers masked."""
+    if info is None:
+        return "unknown"
+    if RESOURCE.search(info.message):
+        return "resource: " + _NUMBERS.sub("N", RESOURCE.search(info.message).group(0).lower())
+    lines = [line.strip() for line in info.message.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if "validation error" in first and len(lines) > 1:
+        # pydantic: "1 validation error for VllmConfig" says nothing; the next lines name the field and why
+        first = f"{first}: {lines[1]}: {lines[2] if len(lines) > 2 else ''}"
+    return f"{info.type}: {_NUMBERS.sub('N', first)[:140]}"
+
+
 def step_kinds(case) -> list[str]:
     return [type(s).__name__ for s in case.steps]
 
@@ -112,20 +126,6 @@ def contains_pattern(kinds: list[str], pattern: tuple[str, ...]) -> bool:
     """Whether the step kinds hold the pattern as a subsequence, in order."""
     it = iter(kinds)
     return all(k in it for k in pattern)
-
-
-def refusal_reason(info: ErrorInfo | None) -> str:
-    """A short stable key to count refusals by: the exception type and its first line, numbers masked."""
-    if info is None:
-        return "unknown"
-    if RESOURCE.search(info.message):
-        return "resource: " + _NUMBERS.sub("N", RESOURCE.search(info.message).group(0).lower())
-    lines = [line.strip() for line in info.message.strip().splitlines() if line.strip()]
-    first = lines[0] if lines else ""
-    if "validation error" in first and len(lines) > 1:
-        # pydantic: "1 validation error for VllmConfig" says nothing; the next lines name the field and why
-        first = f"{first}: {lines[1]}: {lines[2] if len(lines) > 2 else ''}"
-    return f"{info.type}: {_NUMBERS.sub('N', first)[:140]}"
 
 
 # Environment of every engine process a host starts: quiet, local, no usage reports.

@@ -135,13 +135,13 @@ class ForkServer:
                 out[i].extend(not_run(traces[0]) for _ in rest)
                 rest = []
             elif rest and (pattern := stop_pattern(cases[len(traces) - 1], traces[-1])):
-                rest = self._foresee(out[i], cases[:len(traces)], rest, pattern)
+                rest = self._foresee(out[i], rest, pattern)
             if rest:
                 pending[self._submit(rest, timeout)] = (i, rest)
         return out
 
     @staticmethod
-    def _foresee(done: list[Trace], ran: list[Case], rest: list[Case], pattern: tuple[str, ...]) -> list[Case]:
+    def _foresee(done: list[Trace], rest: list[Case], pattern: tuple[str, ...]) -> list[Case]:
         """After a case stopped its engine at ``pattern`` (engines/base.py stop_pattern), the later cases of the
         session that hold the same steps would stop there too: they share its model and engine. Each would cost a
         fresh engine (75 of the 116 engine stops of the H200 0.26.0 campaign of 2026-12-01 were such repeats), so
