@@ -5,6 +5,9 @@ from typing import Literal, get_args
 
 HostName = Literal["forkserver", "subprocess", "server"]
 HOSTS: tuple[str, ...] = get_args(HostName)
+# Hosts that keep an engine warm across a session's cases (persistent mode). The others start an engine per
+# case anyway, so a session would only make its cases share one configuration: they run one case per session.
+PERSISTENT: frozenset[str] = frozenset({"forkserver"})
 
 
 def make_host(name: HostName = "forkserver", workers: int = 1, timeout: float = 300.0, warm: bool = True):

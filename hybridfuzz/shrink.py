@@ -121,15 +121,16 @@ class ShrinkResult:
     finished: bool  # False: the budget ended before a full pass found nothing smaller
 
 
-def evaluate_batch(cases: list[Case], host, timeout: float | None) -> tuple[list[Verdict], int]:
-    """Run several cases (and their references) at once on the host; judge each."""
+def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool = False) -> tuple[list[Verdict], int]:
+    """Run several cases (and their references, unless ``alone``: see oracles/health.py decided_alone) at once
+    on the host; judge each."""
     runs: list[Case] = []
     slots: list[tuple[int, int | None]] = []
     for c in cases:
         i = len(runs)
         runs.append(c)
         r = None
-        if needs_reference(c):
+        if needs_reference(c) and not alone:
             r = len(runs)
             runs.append(c.reference_case())
         slots.append((i, r))
@@ -139,11 +140,14 @@ def evaluate_batch(cases: list[Case], host, timeout: float | None) -> tuple[list
 
 def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,
            on_smaller: Callable[[Case, Verdict, str], None] = lambda c, v, why: None,
-           log: Callable[[str], None] = print) -> ShrinkResult:
+           log: Callable[[str], None] = print, alone: bool = False) -> ShrinkResult:
     """Greedy: take the first variant (in ``variants`` order) that fails with ``signature``; repeat.
 
     ``on_smaller`` is called with every smaller failing case at once (write it to disk there),
-    so a run killed mid-shrink keeps its progress.
+    so a run killed mid-shrink keeps its progress. ``alone``: the finding is decided by the case's own
+    run (oracles/health.py decided_alone), so variants run without their reference engines: a crash's
+    shrink then starts half the engines (the H200 campaign of 2026-12-01 ran 2 shrinks of 2 variants,
+    8 engines, beside 24 generating ones on 16 cores at a load of 3 per core).
     """
     t0 = time.monotonic()
     runs, accepted = 0, []
@@ -156,7 +160,7 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
             if time.monotonic() - t0 > budget_s:
                 return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False)
             chunk = pending[start:start + parallel]
-            verdicts, n = evaluate_batch([c for _, c in chunk], host, timeout)
+            verdicts, n = evaluate_batch([c for _, c in chunk], host, timeout, alone)
             runs += n
             hit = next(((why, c, v) for (why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
             if hit:

@@ -29,7 +29,16 @@ def _nonfinite_where(case: Case | None) -> str:
     return "generate" if case is None else f"generate@{case.model.architecture}/{case.engine.kv_cache_dtype}"
 
 
-def check_health(trace: Trace, label: str = "case", case: Case | None = None) -> Verdict:
+CASE_LABEL = "case"  # how a health verdict of the case's own run begins; the reference's says "reference"
+
+
+def decided_alone(signature: str, summary: str) -> bool:
+    """Whether a finding is decided by the case's own run alone: a health finding of the case's engine, which
+    executor.judge returns before it looks at the reference run. Shrinking it needs no reference engines."""
+    return signature.startswith("health:") and summary.startswith(CASE_LABEL + " ")
+
+
+def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None) -> Verdict:
     """``case``: when given, a refusal of a sleep/wake step that the protocol table says must succeed
     (hybridfuzz/sleepwake.py) is a finding, not "unsupported"."""
     if trace.outcome == "rejected" and case is not None:

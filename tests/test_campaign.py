@@ -329,12 +329,12 @@ def test_a_worker_keeps_examples_another_worker_is_shrinking():
 def test_every_worker_starts_at_once_and_events_say_each_models_memory(tmp_path):
     """Workers start together (a staggered GPU start only delayed them: see CampaignSupervisor.run); every event of
     a real campaign names its model's memory and the summary counts them."""
-    from hybridfuzz.campaign.config import WorkerSettings
+    from hybridfuzz.campaign.config import EngineUse, WorkerSettings
     from hybridfuzz.campaign.supervisor import CampaignSupervisor
 
     said: list[str] = []
     campaign = CampaignSupervisor(str(tmp_path), 60, workers=2, engine="cpu", status_every_s=600,
-                                  settings=WorkerSettings(max_layers=2, max_steps=2), log=said.append)
+                                  settings=WorkerSettings(max_layers=2, use=EngineUse(max_steps=2)), log=said.append)
     summary = campaign.run()
     starts = [json.loads(line)["start"] for w in ("0", "1") for line in open(tmp_path / "workers" / w / "sessions.jsonl")]
     assert len(starts) == 2 and abs(starts[0] - starts[1]) < 20, (starts, said)

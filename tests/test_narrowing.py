@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from hybridfuzz.campaign.config import Narrowing
+from hybridfuzz.campaign.config import EngineUse, Narrowing
 from hybridfuzz.case import EngineConfig
 from hybridfuzz.strategies import engine_configs
 from hybridfuzz.strategies.platform import Platform, narrow
@@ -124,19 +124,20 @@ def test_engine_arguments_of_a_graph_case():
 
 # ---------------------------------------------------------------- campaign -> worker
 
-@pytest.mark.parametrize("narrowing", [
-    Narrowing(kv_dtypes="fp8", eager_only=True),
-    Narrowing(attention_backends="TRITON_ATTN,FLASH_ATTN"),
-    Narrowing(torch_compile=True),
-    Narrowing(),
+@pytest.mark.parametrize("narrowing,use", [
+    (Narrowing(kv_dtypes="fp8", eager_only=True), EngineUse()),
+    (Narrowing(attention_backends="TRITON_ATTN,FLASH_ATTN"), EngineUse(max_steps=3)),
+    (Narrowing(torch_compile=True), EngineUse(cases_per_engine=5, shrink="inline")),
+    (Narrowing(), EngineUse()),
 ])
-def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing):
+def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing, use):
     from hybridfuzz.campaign.config import WorkerSettings
     from hybridfuzz.campaign.supervisor import CampaignSupervisor
     from hybridfuzz.cli import build_parser
     from hybridfuzz.cli.campaign import settings_of
 
-    settings = WorkerSettings(narrowing=narrowing, known_dirs=("corpus",), stale_after_s=30.0, shrink_slots=0 if narrowing.eager_only else 2)
+    settings = WorkerSettings(narrowing=narrowing, known_dirs=("corpus",), stale_after_s=30.0, shrink_slots=0 if narrowing.eager_only else 2,
+                              use=use)
     campaign = CampaignSupervisor(str(tmp_path), 10, workers=1, engine="cpu", settings=settings)
     cmd = campaign._worker_cmd(0, 0.0)
     assert cmd[:4] == [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker"]
@@ -150,6 +151,7 @@ def test_campaign_passes_narrowing_to_its_workers(tmp_path, narrowing):
     args = build_parser().parse_args(cmd[3:])
     assert args.module.NAME == "campaign-worker" and args.dir == str(tmp_path) and args.index == 0
     assert settings_of(args) == campaign.settings  # what the worker reads is what the supervisor meant
+    assert ("--max-steps" in cmd) == bool(use.max_steps)  # unset: the worker's device decides (EngineUse.resolved)
 
 
 # ---------------------------------------------------------------- the CLIs refuse at once (this machine: CPU)

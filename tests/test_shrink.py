@@ -9,6 +9,7 @@ import pytest
 from hybridfuzz.case import EngineConfig, Generate, Sleep, WakeUp, dump_case, load_case, load_case_file
 from hybridfuzz.findings import case_size
 from hybridfuzz.model import ModelSpec
+from hybridfuzz.oracles.health import decided_alone
 from hybridfuzz.shrink import evaluate_batch, shrink, variants
 
 # An attention-only model with mamba_cache_mode: align fails at its first generate on
@@ -223,6 +224,23 @@ def test_evaluate_batch_judges_each_case_with_its_own_reference(host):
     assert runs == 3  # the float16 case also runs its kv auto reference
     assert verdicts[0].status == "divergence" and verdicts[0].signature.startswith("health:error:AssertionError"), verdicts[0].summary
     assert verdicts[1].status == "pass", verdicts[1].summary
+    # The crash is the case's own (oracles/health.py decided_alone): judged alone, the same verdict from one engine.
+    assert decided_alone(verdicts[0].signature, verdicts[0].summary)
+    alone, runs = evaluate_batch([failing], host, 300, alone=True)
+    assert runs == 1 and alone[0].signature == verdicts[0].signature
+
+
+def test_only_a_health_finding_of_the_case_itself_is_decided_alone():
+    from hybridfuzz.oracles.health import check_health
+    from hybridfuzz.trace import ErrorInfo, StepResult, Trace
+
+    crashed = Trace(outcome="error", error=ErrorInfo("RuntimeError", "boom", "vllm/x.py:1 in f"),
+                    steps=[StepResult(index=0, kind="generate", error=ErrorInfo("RuntimeError", "boom", "vllm/x.py:1 in f"))])
+    own, of_reference = check_health(crashed), check_health(crashed, label="reference")
+    assert own.signature == of_reference.signature  # the signature alone cannot tell the sides apart
+    assert decided_alone(own.signature, own.summary)
+    assert not decided_alone(of_reference.signature, "reference run failed too: " + of_reference.summary)
+    assert not decided_alone("self_consistency:first-request-differs:0123abcd", "case step 2 differs")
 
 
 @pytest.mark.engine

@@ -90,6 +90,7 @@ class BackgroundShrinker:
         from hybridfuzz.executor import evaluate
         from hybridfuzz.findings import replayed
         from hybridfuzz.shrink import shrink
+        from hybridfuzz.oracles.health import decided_alone
 
         t0 = time.time()
         case = load_case_file(job.path)
@@ -99,8 +100,9 @@ class BackgroundShrinker:
             write_atomic(path, dump_case(smaller.replace(observed=observed)))
 
         budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
-        result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel, self.timeout_s,
-                        on_smaller=keep, log=self.log)
+        alone = bool(observed) and decided_alone(job.signature, observed[-1].summary)
+        result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel * (2 if alone else 1),
+                        self.timeout_s, on_smaller=keep, log=self.log, alone=alone)
         minimal = load_case_file(job.path)
         again = evaluate(minimal.replace(observed=[]), host, self.timeout_s)
         minimal, replays = replayed(minimal, again, job.signature)

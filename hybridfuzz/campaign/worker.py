@@ -116,7 +116,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
             cfg = FuzzConfig(cases_per_engine=use.cases_per_engine, shrink=use.shrink, shrink_parallel=use.shrink_parallel,
                              engine_slots=settings.engines, budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,
                              timeout_s=settings.timeout_s, known_dirs=settings.known_dirs, database=database,
-                             max_layers=settings.max_layers, max_steps=settings.max_steps, claim=claim, taken=claims.taken_elsewhere,
+                             max_layers=settings.max_layers, max_steps=use.max_steps, claim=claim, taken=claims.taken_elsewhere,
                              known_fn=lambda: done_signatures(store, *settings.known_dirs),
                              on_state=lambda sig, st, path, case: store.set(sig, st, path, case),
                              memory_dir=os.path.join(campaign_dir, "outcomes"),

@@ -34,7 +34,7 @@ def settings_of(args):
     from hybridfuzz.campaign.config import WorkerSettings
 
     return WorkerSettings(redis_url=args.redis, engines=args.engines, timeout_s=args.timeout, known_dirs=tuple(args.known or ()),
-                          stale_after_s=args.stale_after, max_layers=args.max_layers, max_steps=args.max_steps,
+                          stale_after_s=args.stale_after, max_layers=args.max_layers,
                           narrowing=options.narrowing_of(args), use=options.engine_use_of(args), shrink_slots=args.shrink_slots)
 
 

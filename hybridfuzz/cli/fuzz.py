@@ -38,7 +38,7 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
     from hybridfuzz.campaign.config import WorkerSettings
     from hybridfuzz.campaign.supervisor import CampaignSupervisor
 
-    settings = WorkerSettings(timeout_s=args.timeout, known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps,
+    settings = WorkerSettings(timeout_s=args.timeout, known_dirs=known, max_layers=args.max_layers,
                               narrowing=options.narrowing_of(args), use=options.engine_use_of(args))
     s = CampaignSupervisor(out, args.budget, engine="gpu", seed=args.seed, settings=settings, log=say).run()
     if args.json:
@@ -91,9 +91,11 @@ def run(args) -> int:
             say(f"  [{now - stats.started:6.0f}s] {phase:8} cases {stats.cases:4}  findings {len(stats.findings)}")
 
     workers = args.workers or (2 if platform.device == "cpu" else 8)
-    use = options.engine_use_of(args).resolved(platform.device)
+    from hybridfuzz.hosts import PERSISTENT
+
+    use = options.engine_use_of(args).resolved(platform.device, persistent=args.host in PERSISTENT)
     cfg = FuzzConfig(budget_s=args.budget, out_dir=out, findings_dir=findings, seed=args.seed, timeout_s=args.timeout,
-                     known_dirs=known, max_layers=args.max_layers, max_steps=args.max_steps, cases_per_engine=use.cases_per_engine,
+                     known_dirs=known, max_layers=args.max_layers, max_steps=use.max_steps, cases_per_engine=use.cases_per_engine,
                      shrink=use.shrink, shrink_parallel=use.shrink_parallel, engine_slots=workers,
                      memory_dir=os.path.join(out, "outcomes"))
     loop = None

@@ -83,7 +83,9 @@ def add_known(p) -> None:
 
 def add_case_limits(p) -> None:
     p.add_argument("--max-layers", type=positive_int, default=8, help="most layers in a generated model (default 8)")
-    p.add_argument("--max-steps", type=positive_int, default=6, help="most steps in a generated script (default 6)")
+    gpu, cpu = EngineUse().resolved("cuda"), EngineUse().resolved("cpu")
+    p.add_argument("--max-steps", type=positive_int, default=0,
+                   help=f"most steps in a generated script (default: {gpu.max_steps} on GPU, {cpu.max_steps} on CPU)")
 
 
 def add_narrowing(p) -> None:
@@ -108,7 +110,8 @@ def add_engine_use(p) -> None:
 
 
 def engine_use_of(args):
-    return EngineUse(getattr(args, "cases_per_engine", 0) or 0, getattr(args, "shrink", "") or "", getattr(args, "shrink_parallel", 0) or 0)
+    return EngineUse(getattr(args, "cases_per_engine", 0) or 0, getattr(args, "shrink", "") or "", getattr(args, "shrink_parallel", 0) or 0,
+                     getattr(args, "max_steps", 0) or 0)
 
 
 def narrowing_of(args) -> Narrowing:

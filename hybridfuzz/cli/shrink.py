@@ -40,6 +40,7 @@ def run(args) -> int:
     from hybridfuzz.findings import observation_of, with_observation
     from hybridfuzz.hosts import make_host
     from hybridfuzz.shrink import describe, shrink
+    from hybridfuzz.oracles.health import decided_alone
     from hybridfuzz.store import write_atomic
 
     case = load_case_file(args.case)
@@ -67,11 +68,12 @@ def run(args) -> int:
                                       "signature": first.verdict.signature, "target": target}, indent=2))
                 return FOUND
             env = first.trace.env
-            per_case = 2 if needs_reference(case) else 1
+            alone = decided_alone(target, first.verdict.summary)
+            per_case = 2 if needs_reference(case) and not alone else 1
             parallel = max(1, args.workers // per_case)
             say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time, budget {args.budget:.0f}s -> {out}")
             result = shrink(case, target, host, args.budget, parallel, args.timeout,
-                            on_smaller=lambda c, v, why: keep(c, v, env), log=say)
+                            on_smaller=lambda c, v, why: keep(c, v, env), log=say, alone=alone)
             confirm = evaluate(result.case, host, args.timeout)
     except KeyboardInterrupt:
         say(f"hybridfuzz: interrupted; {'the smallest case so far is in ' + os.path.relpath(out) if written[0] else 'nothing smaller was found yet'}")
