@@ -38,8 +38,9 @@ def replayed(case: Case, again, signature: str) -> tuple[Case, bool]:
     observation replaces the one recorded before shrinking, whose summary named a step the minimal case may no
     longer have (an exported report of a 3-step case said "step 5", 2026-12-01)."""
     replays = again.verdict.signature == signature
-    if replays:
-        case = case.replace(observed=[observation(again)])
+    # Replayed: the replay's observation replaces the old one. Not: it is kept beside it, so the flaky file says
+    # what the fresh engine did instead.
+    case = case.replace(observed=[observation(again)] if replays else [*case.observed, observation(again)])
     return case.replace(note=case.note + replay_note(replays)), replays
 
 

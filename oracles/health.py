@@ -5,6 +5,7 @@ import math
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case
+from hybridfuzz.engines.base import RESOURCE
 from hybridfuzz.trace import Trace
 from hybridfuzz.oracles.verdict import Verdict
 
@@ -13,6 +14,8 @@ def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | No
     step = next((s for s in trace.steps if s.error), None)
     if step is None or step.kind not in ("sleep", "wake_up", "reset_prefix_cache", "reload_weights"):
         return None
+    if RESOURCE.search(step.error.message):
+        return None  # our harness's shortage or interference (engines/base.py), not vLLM refusing the call
     host = sleepwake.SERVER if trace.env.get("api") == "openai-server" else sleepwake.OFFLINE
     walked = sleepwake.walk(case.steps, host)[step.index]
     if walked.rule.call not in ("succeeds", "no-op"):
@@ -47,7 +50,9 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
             return v
     if trace.outcome == "rejected":
         err = trace.error.one_line() if trace.error else "refused"
-        return Verdict("unsupported", "health", f"the engine refused the {label} configuration: {err}",
+        what = (f"the harness's device ran short, or its other engines interfered, in the {label} run"
+                if trace.error and RESOURCE.search(trace.error.message) else f"the engine refused the {label} configuration")
+        return Verdict("unsupported", "health", f"{what}: {err}",
                        [trace.error.message[:500]] if trace.error else [], symptom="rejected")
     if trace.outcome != "ok":
         err = trace.error

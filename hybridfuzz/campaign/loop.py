@@ -37,7 +37,7 @@ from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
-from hybridfuzz.executor import Result, evaluate, evaluate_sessions, history_case, needs_reference
+from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
 from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
 
 
@@ -174,7 +174,8 @@ class FuzzLoop:
             return
         t0 = time.time()
         reused = self._reference_hits()
-        results = evaluate_sessions([session], self.host, self.cfg.timeout_s)[0]
+        results = evaluate_sessions([session], self.host, self.cfg.timeout_s,
+                                    known=lambda sig: sig in self.known or self._taken(sig))[0]
         self.stats.references_reused += self._reference_hits() - reused
         wall = time.time() - t0
         self.stats.sessions_s += wall
@@ -276,7 +277,7 @@ class FuzzLoop:
 
     def _confirm_on_fresh(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
         for candidate in (session[i], history_case(session, [r.trace for r in results], i)):
-            again = evaluate(candidate, self.host, self.cfg.timeout_s)
+            again = replay(candidate, self.host, self.cfg.timeout_s)
             self._count(candidate, again)
             if again.verdict.status == "divergence" and again.verdict.signature not in self.known:
                 return candidate, again
@@ -300,12 +301,12 @@ class FuzzLoop:
         """The background shrinker finished one finding (called from its thread)."""
         from hybridfuzz.store import write_atomic
 
+        from hybridfuzz.case import dump_case
+
         path, case = outcome.path, outcome.case  # its note and observation already say how the replay went
         self.stats.shrink_s += outcome.shrink_s
+        write_atomic(path, dump_case(case))
         if outcome.replays:
-            from hybridfuzz.case import dump_case
-
-            write_atomic(path, dump_case(case))
             self.stats.findings.append(FoundRecord(outcome.signature, path, case.observed[-1].summary if case.observed else "",
                                                    round(self.stats.first_finding_s or 0, 1), list(case_size(case)), outcome.shrink_s))
         else:
@@ -389,10 +390,10 @@ class FuzzLoop:
         self.stats.shrink_s += time.time() - self._shrink_started
         path = os.path.join(self.cfg.findings_dir, filename(sig))
         case = load_case_file(path)
-        again = evaluate(case.replace(observed=[]), self.host, self.cfg.timeout_s)
+        again = replay(case.replace(observed=[]), self.host, self.cfg.timeout_s)
         case, replays = replayed(case, again, sig)
+        write_atomic(path, dump_case(case))
         if replays:
-            write_atomic(path, dump_case(case))
             self.stats.findings.append(FoundRecord(sig, path, case.observed[-1].summary, round(self.stats.first_finding_s or 0, 1),
                                                    list(case_size(case)), round(time.time() - self._shrink_started, 1)))
         else:

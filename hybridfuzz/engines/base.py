@@ -30,9 +30,15 @@ REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implement
                      r"does not support|is not valid|invalid|incompatible|only supported|cannot be used|requires? |"
                      r"(EngineArgs|LLM)\.__init__\(\) got an unexpected keyword argument",  # an argument this release lacks
                      re.IGNORECASE)
-# Our harness asked more of the device than it had: neither a refusal nor a finding (retried, counted).
+# Our harness asked more of the device than it had, or its other engines got in the way: neither a refusal nor a
+# finding (counted; replays retry it). "Memory usage increased after sleeping" is vLLM's sleep() comparing the
+# *device's* free memory before and after it releases its own (gpu_worker.py), while the other engines of a
+# campaign allocate on the same GPU: 60 engine lifetimes of the 10-minute H200 campaign of 2026-12-01 (vLLM
+# 0.26.0) ended there, each then replayed "successfully" beside the other engines. A sleep that really grew this
+# engine's memory would be masked; one that frees nothing never raised it (freed bytes 0 pass).
 RESOURCE = re.compile(r"out of memory|no available memory|insufficient memory|not enough (free )?memory|"
-                      r"free memory on device|EADDRINUSE|address already in use", re.IGNORECASE)
+                      r"free memory on device|EADDRINUSE|address already in use|"
+                      r"memory usage increased after sleeping", re.IGNORECASE)
 # Code that only validates a configuration, before any engine exists.
 _CONFIG_CODE = re.compile(r"vllm/config/|vllm/engine/arg_utils\.py|pydantic|create_engine_config|__post_init__|"
                           r"verify_|_verify|check_and_update_config")
@@ -115,9 +121,10 @@ def step_kinds(case) -> list[str]:
 def stop_pattern(case, trace: Trace) -> tuple[str, ...]:
     """Where a case stopped its engine, as step kinds: the protocol steps before the step that failed, then its
     own kind ("Sleep", "WakeUp"; "Generate" for a first generate); () when it stopped at start-up or not at all."""
-    failed = next((s.index for s in trace.steps if s.error), None)
-    if failed is None or failed >= len(case.steps):
-        return ()
+    failed = next((s for s in trace.steps if s.error), None)
+    if failed is None or failed.index >= len(case.steps) or RESOURCE.search(failed.error.message):
+        return ()  # a resource shortage or interference says nothing about the case's steps
+    failed = failed.index
     kinds = step_kinds(case)[:failed + 1]
     return tuple(k for k in kinds[:-1] if k != "Generate") + (kinds[-1],)
 
@@ -148,6 +155,7 @@ class Host(Protocol):
 
     def run_many(self, cases: list, timeout: float | None = None) -> list[Trace]: ...
 
-    def run_sessions(self, sessions: list[list], timeout: float | None = None) -> list[list[Trace]]: ...
+    def run_sessions(self, sessions: list[list], timeout: float | None = None,
+                     abandon: dict[int, int] | None = None) -> list[list[Trace]]: ...
 
     def close(self) -> None: ...

@@ -48,12 +48,13 @@ SERVER_ENV = {
 
 NOT_RUN = "not_run"  # engine_settings key of a case not run: its session's engine did not start, or FORESEEN
 FORESEEN = "foreseen"  # NOT_RUN's value for a case left out because an earlier case of its session stopped there
+ABANDONED = "its partner session's engine did not start"  # NOT_RUN's value of a session cut short (``abandon``)
 
 
-def not_run(failed: Trace) -> Trace:
+def not_run(failed: Trace, why: str = "the session's engine did not start") -> Trace:
     """A session's later case whose engine could not start: the first case's failure, marked as not run."""
     t = Trace.from_dict(failed.to_dict())
-    t.engine_settings[NOT_RUN] = "the session's engine did not start"
+    t.engine_settings[NOT_RUN] = why
     t.timings = {}
     return t
 
@@ -102,16 +103,21 @@ class ForkServer:
         self._conn.send(("run", self._next_id, [dump_case(c) for c in cases], float(timeout or self.timeout)))
         return self._next_id
 
-    def run_sessions(self, sessions: list[list[Case]], timeout: float | None = None) -> list[list[Trace]]:
+    def run_sessions(self, sessions: list[list[Case]], timeout: float | None = None,
+                     abandon: dict[int, int] | None = None) -> list[list[Trace]]:
         """Each session on one engine (persistent mode), all sessions at once up to ``workers``.
 
         A session that stopped early (a case left its engine unusable) goes on with the rest of
-        its cases on a fresh engine, so every case gets exactly one Trace.
+        its cases on a fresh engine, so every case gets exactly one Trace. ``abandon``: session j ->
+        session i; when i's engine does not start, j is stopped where it is and its cases get ``not_run``
+        traces (ABANDONED): a reference session is worth nothing once its case's configuration was
+        refused, and ran on for minutes (up to 335 s in the H200 campaign of 2026-12-01).
         """
         self.start()
         assert self._conn is not None
         out: list[list[Trace]] = [[] for _ in sessions]
         pending: dict[int, tuple[int, list[Case]]] = {}
+        cancelled: dict[int, Trace] = {}  # request id -> the partner's failed start-up
         for i, cases in enumerate(sessions):
             if cases:
                 pending[self._submit(cases, timeout)] = (i, cases)
@@ -125,20 +131,32 @@ class ForkServer:
                     out[i].extend(Trace(outcome="crash", error=err) for _ in cases)
                 break
             i, cases = pending.pop(rid)
+            if rid in cancelled:
+                out[i].extend(not_run(cancelled[rid], ABANDONED) for _ in cases)
+                continue
             traces = [Trace.from_dict(d) for d in data][: len(cases)]
             out[i].extend(traces)
             rest = cases[len(traces):] if traces else cases[1:]
             if not traces:
                 out[i].append(Trace(outcome="crash", error=ErrorInfo("NoResult", "the engine child returned nothing")))
-            elif len(traces) == 1 and traces[0].outcome != "ok" and not traces[0].steps and rest:
+            elif len(traces) == 1 and traces[0].outcome != "ok" and not traces[0].steps:
                 # The engine did not start; the rest share its model and engine and would not start either.
                 out[i].extend(not_run(traces[0]) for _ in rest)
                 rest = []
+                self._abandon_partners(i, traces[0], abandon or {}, pending, cancelled)
             elif rest and (pattern := stop_pattern(cases[len(traces) - 1], traces[-1])):
                 rest = self._foresee(out[i], rest, pattern)
             if rest:
                 pending[self._submit(rest, timeout)] = (i, rest)
         return out
+
+    def _abandon_partners(self, i: int, failed: Trace, abandon: dict[int, int], pending: dict, cancelled: dict) -> None:
+        """Ask the server to stop the pending sessions whose partner ``i`` did not start (its reply is then ignored)."""
+        assert self._conn is not None
+        for rid, (j, _) in pending.items():
+            if abandon.get(j) == i and rid not in cancelled:
+                cancelled[rid] = failed
+                self._conn.send(("cancel", rid))
 
     @staticmethod
     def _foresee(done: list[Trace], rest: list[Case], pattern: tuple[str, ...]) -> list[Case]:
@@ -224,6 +242,23 @@ def _last_progress(path: str, started: float) -> float:
     return max(started, time.perf_counter() - age)
 
 
+def _cancel(rid: int, queue: list, running: dict, conn: Connection) -> None:
+    """A request the client no longer wants: dropped if queued (answered at once), killed if running (answered when
+    reaped, as a kill), ignored if already answered."""
+    for item in queue:
+        if item[0] == rid:
+            queue.remove(item)
+            conn.send((rid, []))
+            return
+    for pid, (running_rid, *_rest) in running.items():
+        if running_rid == rid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return
+
+
 def serve() -> None:
     from hybridfuzz import _guard
 
@@ -256,6 +291,8 @@ def serve() -> None:
                 break
             if msg[0] == "stop":
                 stopping = True
+            elif msg[0] == "cancel":
+                _cancel(msg[1], queue, running, conn)
             else:
                 queue.append(msg[1:])
         while queue and len(running) < max_children:

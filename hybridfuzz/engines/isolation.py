@@ -146,9 +146,9 @@ class SequentialHost:
     def run_many(self, cases, timeout: float | None = None) -> list[Trace]:
         return [self.run(c, timeout) for c in cases]
 
-    def run_sessions(self, sessions, timeout: float | None = None) -> list[list[Trace]]:
+    def run_sessions(self, sessions, timeout: float | None = None, abandon: dict[int, int] | None = None) -> list[list[Trace]]:
         """No persistent mode here: every case of every session on a fresh engine, in one ``run_many``
-        (a host that runs several engines at once overrides only that)."""
+        (a host that runs several engines at once overrides only that). ``abandon`` is not honoured: every case runs."""
         flat = self.run_many([c for s in sessions for c in s], timeout)
         out, i = [], 0
         for s in sessions:
