@@ -399,3 +399,26 @@ def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(hos
     assert counting.sessions == [[2]]  # one engine, the two unknown divergences' controls
     assert [r.control is not None for r in results] == [True, True, False]
     assert [r.verdict.status for r in results[:2]] == ["pass", "pass"] and results[2].verdict.status == "divergence"
+
+
+def test_a_kernel_compiler_in_a_childs_session_is_work_not_a_hang(tmp_path):
+    """The fork server gives a child that makes no progress but runs a kernel compiler (FlashInfer's JIT on a fresh
+    GPU host outlasted the 300 s timeout three times, each reported as a hang) up to JIT_GRACE timeouts."""
+    import os
+    import shutil
+    import subprocess
+
+    from hybridfuzz.engines.forkserver import compiling
+
+    compiler = tmp_path / "cc1plus"
+    compiler.symlink_to(shutil.which("sleep"))
+    idle = subprocess.Popen([shutil.which("sleep"), "30"], start_new_session=True)
+    busy = subprocess.Popen([str(compiler), "30"], start_new_session=True)
+    try:
+        assert compiling(busy.pid)
+        assert not compiling(idle.pid)
+    finally:
+        for p in (idle, busy):
+            p.kill()
+            p.wait()
+    assert not compiling(busy.pid)

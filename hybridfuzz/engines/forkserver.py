@@ -16,7 +16,8 @@ Persistent mode: a request carries a *session*, several cases that share model a
 engine; the child starts one engine and runs them one after another
 (``offline.run_session``), so an engine start serves many cases. A child streams
 its progress to a file: a child that hangs is killed when it has made no progress
-for ``timeout`` seconds, and the Trace names the step it hung in.
+for ``timeout`` seconds (up to ``JIT_GRACE`` times that while a kernel compiler runs in its
+session), and the Trace names the step it hung in.
 
 Protocol: a socketpair carrying ``multiprocessing.connection`` messages:
 ``("run", id, [case_yaml, ...], timeout)`` -> ``(id, [trace_dict, ...])``; ``("stop",)``.
@@ -233,6 +234,30 @@ def _child(case_yamls: list[str], result_path: str, log_path: str, progress_path
         os._exit(0)
 
 
+# Kernel compilers an engine runs as child processes (FlashInfer's ninja/nvcc JIT, Triton's ptxas). While one is
+# alive in a child's session the child is compiling, not hung: on a fresh H200 host FlashInfer's JIT at start-up
+# outlasted the 300 s no-progress timeout three times (2026-11-30 and 2026-12-01; each log ended in
+# "flashinfer.jit: Building JIT module ..." or its autotuner starting), and each was reported as a hang.
+COMPILERS = frozenset({"ninja", "nvcc", "cicc", "ptxas", "cc1plus", "cudafe++", "fatbinary", "nvlink", "c++", "g++", "gcc"})
+JIT_GRACE = 3  # a compiling child gets up to this many timeouts without progress before it counts as hung
+
+
+def compiling(session: int) -> bool:
+    """Whether a kernel compiler runs in this session (the fork server's children are session leaders)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if comm in COMPILERS and len(rest) > 3 and int(rest[3]) == session:  # fields after comm: state ppid pgrp session
+            return True
+    return False
+
+
 def _last_progress(path: str, started: float) -> float:
     """perf_counter time of the child's last progress line (its start if none yet)."""
     try:
@@ -305,7 +330,8 @@ def serve() -> None:
         for pid, (rid, start, timeout, prefix) in list(running.items()):
             result, log, progress = prefix + ".json", prefix + ".log", prefix + ".progress"
             done, status = os.waitpid(pid, os.WNOHANG)
-            timed_out = not done and time.perf_counter() - _last_progress(progress, start) > timeout
+            idle = time.perf_counter() - _last_progress(progress, start)
+            timed_out = not done and idle > timeout and not (idle < JIT_GRACE * timeout and compiling(pid))
             if timed_out:
                 try:
                     os.killpg(pid, signal.SIGKILL)
