@@ -404,7 +404,6 @@ def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(hos
 def test_a_kernel_compiler_in_a_childs_session_is_work_not_a_hang(tmp_path):
     """The fork server gives a child that makes no progress but runs a kernel compiler (FlashInfer's JIT on a fresh
     GPU host outlasted the 300 s timeout three times, each reported as a hang) up to JIT_GRACE timeouts."""
-    import os
     import shutil
     import subprocess
 
