@@ -299,9 +299,8 @@ class FuzzLoop:
 
     def _shrunk(self, outcome) -> None:
         """The background shrinker finished one finding (called from its thread)."""
-        from hybridfuzz.store import write_atomic
-
         from hybridfuzz.case import dump_case
+        from hybridfuzz.store import write_atomic
 
         path, case = outcome.path, outcome.case  # its note and observation already say how the replay went
         self.stats.shrink_s += outcome.shrink_s

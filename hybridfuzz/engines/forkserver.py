@@ -20,7 +20,9 @@ for ``timeout`` seconds (up to ``JIT_GRACE`` times that while a kernel compiler 
 session), and the Trace names the step it hung in.
 
 Protocol: a socketpair carrying ``multiprocessing.connection`` messages:
-``("run", id, [case_yaml, ...], timeout)`` -> ``(id, [trace_dict, ...])``; ``("stop",)``.
+``("run", id, [case_yaml, ...], timeout)`` -> ``(id, [trace_dict, ...])``; ``("cancel", id)`` (a queued
+request is answered at once with no traces, a running one is killed and answered when reaped);
+``("stop",)``.
 """
 from __future__ import annotations
 
