@@ -260,6 +260,16 @@ def compiling(session: int) -> bool:
     return False
 
 
+def _still_compiling(pid: int, checked: dict[int, tuple[float, bool]]) -> bool:
+    """``compiling(pid)``, looked up at most once a second per child (the serve loop polls every 20 ms)."""
+    now = time.perf_counter()
+    at, seen = checked.get(pid, (-1e9, False))
+    if now - at >= 1.0:
+        at, seen = now, compiling(pid)
+        checked[pid] = (at, seen)
+    return seen
+
+
 def _last_progress(path: str, started: float) -> float:
     """perf_counter time of the child's last progress line (its start if none yet)."""
     try:
@@ -306,6 +316,7 @@ def serve() -> None:
     workdir = tempfile.mkdtemp(prefix="hybridfuzz-fs-")
     queue: list[tuple[int, list[str], float]] = []
     running: dict[int, tuple[int, float, float, str]] = {}  # pid -> (id, start, timeout, file prefix)
+    checked: dict[int, tuple[float, bool]] = {}  # pid -> (when, whether a compiler ran in its session then)
     max_children = int(os.environ.get("HYBRIDFUZZ_WORKERS", "1"))
     stopping = False
     while not (stopping and not queue and not running):
@@ -333,7 +344,7 @@ def serve() -> None:
             result, log, progress = prefix + ".json", prefix + ".log", prefix + ".progress"
             done, status = os.waitpid(pid, os.WNOHANG)
             idle = time.perf_counter() - _last_progress(progress, start)
-            timed_out = not done and idle > timeout and not (idle < JIT_GRACE * timeout and compiling(pid))
+            timed_out = not done and idle > timeout and not (idle < JIT_GRACE * timeout and _still_compiling(pid, checked))
             if timed_out:
                 try:
                     os.killpg(pid, signal.SIGKILL)
@@ -348,6 +359,7 @@ def serve() -> None:
                     except OSError:
                         pass
                 del running[pid]
+                checked.pop(pid, None)
                 try:
                     conn.send((rid, [t.to_dict() for t in traces]))
                 except OSError:
