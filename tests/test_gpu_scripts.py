@@ -229,3 +229,46 @@ def test_host_spec_names_what_the_real_host_lacks():
         host.pop(name, None)
     decisions = {d.name: d.ride for d in plan.decide(host, {"pydantic": "2.14.4", "torch": "2.11.0"})}
     assert decisions["pydantic"] and not decisions["torch"]
+
+
+def test_kernel_caches_survive_a_save_and_restore_on_another_home(tmp_path):
+    """gpu/caches.sh carries a warm host's Triton and FlashInfer caches to a fresh host in 15 MiB parts (a fresh H200
+    compiled for minutes, 2026-12-01); what comes out on the other side is byte for byte what went in."""
+    caches = os.path.join(ROOT, "gpu", "caches.sh")
+    warm, fresh, parts = tmp_path / "warm", tmp_path / "fresh", tmp_path / "parts"
+    kernel = os.urandom(20 * 1024 * 1024)  # over one part
+    (warm / ".triton" / "cache" / "ab").mkdir(parents=True)
+    (warm / ".triton" / "cache" / "ab" / "k.cubin").write_bytes(kernel)
+    (warm / ".cache" / "flashinfer" / "0.6").mkdir(parents=True)
+    (warm / ".cache" / "flashinfer" / "0.6" / "m.so").write_bytes(b"jit")
+    saved = subprocess.run(["bash", caches, "save", str(parts)], env={**os.environ, "HOME": str(warm)}, capture_output=True, text=True)
+    assert saved.returncode == 0, saved.stderr
+    assert sorted(p.name for p in parts.iterdir()) == ["caches.sha256", "fi.tgz.part-aa", "tri.tgz.part-aa", "tri.tgz.part-ab"]
+    assert all(p.stat().st_size <= 15 * 1024 * 1024 for p in parts.iterdir())
+    fresh.mkdir()
+    restored = subprocess.run(["bash", caches, "restore", str(parts)], env={**os.environ, "HOME": str(fresh)}, capture_output=True, text=True)
+    assert restored.returncode == 0, restored.stderr
+    assert (fresh / ".triton" / "cache" / "ab" / "k.cubin").read_bytes() == kernel
+    assert (fresh / ".cache" / "flashinfer" / "0.6" / "m.so").read_bytes() == b"jit"
+
+
+def test_timed_campaign_logs_its_run_and_leaves_a_status_file(tmp_path):
+    """gpu/timed-campaign.sh on CPU: `campaign --engine gpu` refuses at once here (exit 3, no GPU); the wrapper
+    still records the start and the exit status in chain.log and writes campaign-status's JSON beside it."""
+    tag = f"t{os.getpid()}"
+    sum_file, site = f"/tmp/sha{tag}", f"/tmp/site{tag}"
+    try:
+        with open(sum_file, "w") as f:
+            f.write(SUM + "\n")
+        os.makedirs(site, exist_ok=True)
+        open(os.path.join(site, f".installed-{SUM}"), "w").close()
+        res = tmp_path / "res"
+        r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "timed-campaign.sh"), tag, "c", "5", "1"], capture_output=True,
+                           text=True, env={**os.environ, "HF_RES": str(res)}, timeout=600)
+        assert r.returncode == 3, r.stderr  # the campaign's own status: no GPU here
+        chain = (res / "chain.log").read_text().splitlines()
+        assert chain[0].startswith("c start ") and chain[1].startswith("c rc 3 "), chain
+        assert "--engine gpu" in (res / "c.log").read_text()
+        assert (res / "c-status.json").exists()
+    finally:
+        subprocess.run(["rm", "-rf", sum_file, site, site + ".src"])
