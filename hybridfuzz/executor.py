@@ -184,11 +184,10 @@ def evaluate(case: Case, host, timeout: float | None = None) -> Result:
 
 
 def interfered(result: Result) -> bool:
-    """Whether the run met a shortage or interference of our harness (engines/base.py RESOURCE), not the case."""
-    from hybridfuzz.engines.base import RESOURCE
+    """Whether the run met a shortage or interference of our harness (engines/base.py shortage), not the case."""
+    from hybridfuzz.engines.base import shortage
 
-    return any(t is not None and t.outcome == "rejected" and t.error is not None and RESOURCE.search(t.error.message)
-               for t in (result.trace, result.reference))
+    return any(t is not None and t.outcome == "rejected" and shortage(t.error) for t in (result.trace, result.reference))
 
 
 def replay(case: Case, host, timeout: float | None = None, tries: int = 3) -> Result:

@@ -5,7 +5,7 @@ import math
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import RESOURCE
+from hybridfuzz.engines.base import shortage
 from hybridfuzz.trace import Trace
 from hybridfuzz.oracles.verdict import Verdict
 
@@ -14,7 +14,7 @@ def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | No
     step = next((s for s in trace.steps if s.error), None)
     if step is None or step.kind not in ("sleep", "wake_up", "reset_prefix_cache", "reload_weights"):
         return None
-    if RESOURCE.search(step.error.message):
+    if shortage(step.error):
         return None  # our harness's shortage or interference (engines/base.py), not vLLM refusing the call
     host = sleepwake.SERVER if trace.env.get("api") == "openai-server" else sleepwake.OFFLINE
     walked = sleepwake.walk(case.steps, host)[step.index]
@@ -51,7 +51,7 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
     if trace.outcome == "rejected":
         err = trace.error.one_line() if trace.error else "refused"
         what = (f"the harness's device ran short, or its other engines interfered, in the {label} run"
-                if trace.error and RESOURCE.search(trace.error.message) else f"the engine refused the {label} configuration")
+                if shortage(trace.error) else f"the engine refused the {label} configuration")
         return Verdict("unsupported", "health", f"{what}: {err}",
                        [trace.error.message[:500]] if trace.error else [], symptom="rejected")
     if trace.outcome != "ok":

@@ -174,8 +174,7 @@ class FuzzLoop:
             return
         t0 = time.time()
         reused = self._reference_hits()
-        results = evaluate_sessions([session], self.host, self.cfg.timeout_s,
-                                    known=lambda sig: sig in self.known or self._taken(sig))[0]
+        results = evaluate_sessions([session], self.host, self.cfg.timeout_s, known=self._known_or_taken)[0]
         self.stats.references_reused += self._reference_hits() - reused
         wall = time.time() - t0
         self.stats.sessions_s += wall
@@ -207,6 +206,9 @@ class FuzzLoop:
     def _taken(self, signature: str) -> bool:
         return self.cfg.taken is not None and self.cfg.taken(signature)
 
+    def _known_or_taken(self, signature: str) -> bool:
+        return signature in self.known or self._taken(signature)
+
     def _foreseen(self, session: list[Case], phase: str) -> tuple[list[Case], dict[int, Prediction]]:
         """The session less what the outcome memory (campaign/outcomes.py) foresees: a configuration vLLM refused
         before (its own or its reference's: the whole session), and cases a bug already found would stop. Never
@@ -229,7 +231,7 @@ class FuzzLoop:
         stops = [r for r in rules if not r.refusal]
         kept = []
         for case in session:
-            stop = self.memory.predict(case, stops, lambda key: key in self.known or self._taken(key))
+            stop = self.memory.predict(case, stops, self._known_or_taken)
             if stop is not None and not stop.checked:
                 self.stats.known_avoided += 1
                 continue
@@ -299,21 +301,25 @@ class FuzzLoop:
 
     def _shrunk(self, outcome) -> None:
         """The background shrinker finished one finding (called from its thread)."""
+        self.stats.shrink_s += outcome.shrink_s
+        self._settle(outcome.signature, outcome.path, outcome.case, outcome.replays, outcome.shrink_s)
+
+    def _settle(self, sig: str, path: str, case: Case, replays: bool, shrink_s: float) -> None:
+        """A finding after its replay (the case's note and observation say how it went): written, then reported when it
+        replayed, else set aside as ``.flaky``."""
         from hybridfuzz.case import dump_case
         from hybridfuzz.store import write_atomic
 
-        path, case = outcome.path, outcome.case  # its note and observation already say how the replay went
-        self.stats.shrink_s += outcome.shrink_s
         write_atomic(path, dump_case(case))
-        if outcome.replays:
-            self.stats.findings.append(FoundRecord(outcome.signature, path, case.observed[-1].summary if case.observed else "",
-                                                   round(self.stats.first_finding_s or 0, 1), list(case_size(case)), outcome.shrink_s))
+        if replays:
+            self.stats.findings.append(FoundRecord(sig, path, case.observed[-1].summary if case.observed else "",
+                                                   round(self.stats.first_finding_s or 0, 1), list(case_size(case)), shrink_s))
         else:
             self.stats.unreplayed += 1
             os.replace(path, path + ".flaky")
             path += ".flaky"
         if self.cfg.on_state:
-            self.cfg.on_state(outcome.signature, FindingState.REPLAYED if outcome.replays else FindingState.FLAKY, path, case)
+            self.cfg.on_state(sig, FindingState.REPLAYED if replays else FindingState.FLAKY, path, case)
 
     def _is_target(self, case: Case, result) -> bool:
         """Write what is new or smaller; True when this example fails with the shrink target."""
@@ -381,9 +387,8 @@ class FuzzLoop:
 
     def _finish_target(self) -> None:
         """Replay the minimal case on a fresh engine; report it only if it reproduces."""
-        from hybridfuzz.case import dump_case, load_case_file
+        from hybridfuzz.case import load_case_file
         from hybridfuzz.findings import filename
-        from hybridfuzz.store import write_atomic
 
         sig = self._target
         self.stats.shrink_s += time.time() - self._shrink_started
@@ -391,16 +396,7 @@ class FuzzLoop:
         case = load_case_file(path)
         again = replay(case.replace(observed=[]), self.host, self.cfg.timeout_s)
         case, replays = replayed(case, again, sig)
-        write_atomic(path, dump_case(case))
-        if replays:
-            self.stats.findings.append(FoundRecord(sig, path, case.observed[-1].summary, round(self.stats.first_finding_s or 0, 1),
-                                                   list(case_size(case)), round(time.time() - self._shrink_started, 1)))
-        else:
-            self.stats.unreplayed += 1
-            os.replace(path, path + ".flaky")
-            path += ".flaky"
-        if self.cfg.on_state:
-            self.cfg.on_state(sig, FindingState.REPLAYED if replays else FindingState.FLAKY, path, case)
+        self._settle(sig, path, case, replays, round(time.time() - self._shrink_started, 1))
         self.known.add(sig)
         self._target = None
 

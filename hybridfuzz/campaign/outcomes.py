@@ -39,7 +39,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import RESOURCE, contains_pattern, refusal_reason, step_kinds, stop_pattern
+from hybridfuzz.engines.base import contains_pattern, refusal_reason, shortage, step_kinds, stop_pattern
 from hybridfuzz.store import write_atomic
 from hybridfuzz.trace import Trace
 
@@ -70,8 +70,7 @@ def is_refusal(key: str) -> bool:
 
 def refused_at_start(trace: Trace) -> bool:
     """A refusal worth remembering: refused at start-up, not for want of resources."""
-    return (trace.outcome == "rejected" and not trace.steps and trace.error is not None
-            and not RESOURCE.search(trace.error.message))
+    return trace.outcome == "rejected" and not trace.steps and trace.error is not None and not shortage(trace.error)
 
 
 def stops_engine(symptom: str) -> bool:

@@ -39,6 +39,13 @@ REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implement
 RESOURCE = re.compile(r"out of memory|no available memory|insufficient memory|not enough (free )?memory|"
                       r"free memory on device|EADDRINUSE|address already in use|"
                       r"memory usage increased after sleeping", re.IGNORECASE)
+
+
+def shortage(info: ErrorInfo | None) -> bool:
+    """Whether an error is our harness's shortage or interference (RESOURCE), not the engine's doing."""
+    return info is not None and RESOURCE.search(info.message) is not None
+
+
 # Code that only validates a configuration, before any engine exists.
 _CONFIG_CODE = re.compile(r"vllm/config/|vllm/engine/arg_utils\.py|pydantic|create_engine_config|__post_init__|"
                           r"verify_|_verify|check_and_update_config")
@@ -88,7 +95,7 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
     - A bare AssertionError is always a finding (vLLM should have said why); its
       signature marks it ``config-assertion`` when config code raised it.
     """
-    if RESOURCE.search(info.message):
+    if shortage(info):
         return "rejected"
     if info.type not in REJECTION_TYPES:
         return "error"
@@ -122,7 +129,7 @@ def stop_pattern(case, trace: Trace) -> tuple[str, ...]:
     """Where a case stopped its engine, as step kinds: the protocol steps before the step that failed, then its
     own kind ("Sleep", "WakeUp"; "Generate" for a first generate); () when it stopped at start-up or not at all."""
     failed = next((s for s in trace.steps if s.error), None)
-    if failed is None or failed.index >= len(case.steps) or RESOURCE.search(failed.error.message):
+    if failed is None or failed.index >= len(case.steps) or shortage(failed.error):
         return ()  # a resource shortage or interference says nothing about the case's steps
     failed = failed.index
     kinds = step_kinds(case)[:failed + 1]

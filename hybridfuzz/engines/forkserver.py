@@ -171,9 +171,7 @@ class ForkServer:
         for j, case in enumerate(rest):
             if not contains_pattern(step_kinds(case), pattern):
                 return rest[j:]
-            t = not_run(done[-1])
-            t.engine_settings[NOT_RUN] = FORESEEN
-            done.append(t)
+            done.append(not_run(done[-1], FORESEEN))
         return []
 
     def run_many(self, cases: list[Case], timeout: float | None = None) -> list[Trace]:
