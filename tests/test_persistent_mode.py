@@ -421,3 +421,110 @@ def test_a_kernel_compiler_in_a_childs_session_is_work_not_a_hang(tmp_path):
             p.kill()
             p.wait()
     assert not compiling(busy.pid)
+
+
+# ---------------------------------------------------------------- an engine lives on after a level-2 sleep or a disturbed check
+
+def test_only_a_level_2_sleep_in_sleep_mode_without_a_reload_after_it_discards_the_weights():
+    from hybridfuzz.case import ReloadWeights
+    from hybridfuzz.engines.offline import discards_weights
+
+    l2 = (Generate(prompts=[[5]]), Sleep(level=2), WakeUp(tags=None))
+    assert discards_weights(_case(*l2, enable_sleep_mode=True))
+    assert not discards_weights(_case(*l2))  # no sleep mode (CPU): vLLM's sleep is a no-op, nothing is lost
+    assert not discards_weights(_case(*l2, ReloadWeights(), enable_sleep_mode=True))
+    assert discards_weights(_case(Sleep(level=2), WakeUp(), ReloadWeights(), Sleep(level=2), WakeUp(), enable_sleep_mode=True))
+    assert not discards_weights(_case(Sleep(level=1), WakeUp(), enable_sleep_mode=True))
+
+
+@pytest.mark.engine
+def test_a_level_2_sleep_without_sleep_mode_does_not_end_the_engine(host):
+    """On CPU (no sleep mode) the weights survive a level-2 sleep: the next case runs on the same engine."""
+    cases = [_case(Generate(prompts=[PROMPT], max_tokens=4), Sleep(level=2), WakeUp(tags=None)),
+             _case(Generate(prompts=[PROMPT], max_tokens=4))]
+    warm = evaluate_sessions([cases], host, cache=None)[0]
+    assert [r.trace.warm_cases for r in warm] == [0, 1]
+    assert warm[1].trace.prelude == ["reset_prefix_cache"]
+    assert [o.tokens for o in warm[1].trace.steps[0].outputs] == [o.tokens for o in warm[0].trace.steps[0].outputs]
+
+
+_SESSION_WITH_A_DISTURBED_SLEEP_CHECK = """
+import json, os, sys
+from hybridfuzz import _guard
+_guard.install()
+from hybridfuzz.engines.forkserver import SERVER_ENV
+os.environ.update(SERVER_ENV)
+from vllm.v1.worker import cpu_worker
+from hybridfuzz.case import load_case
+from hybridfuzz.engines.offline import run_session
+
+asleep = cpu_worker.CPUWorker.sleep
+def sleep(self, level=1):  # what another engine allocating on the same GPU does to vLLM's check
+    asleep(self, level)
+    raise AssertionError("Memory usage increased after sleeping.")
+cpu_worker.CPUWorker.sleep = sleep
+cases = [load_case(text) for text in json.load(sys.stdin)]
+print(json.dumps([t.to_dict() for t in run_session(cases)]))
+"""
+
+_PRELUDE_AFTER_DISCARDED_WEIGHTS = """
+import json, os
+from hybridfuzz import _guard
+_guard.install()
+from hybridfuzz.engines.forkserver import SERVER_ENV
+os.environ.update(SERVER_ENV)
+from hybridfuzz.case import Case, Generate
+from hybridfuzz.engines.offline import _prelude, _startup
+from hybridfuzz.model import ModelSpec
+from hybridfuzz.trace import Trace
+
+llm = _startup(Case(model=ModelSpec(layers=("linear_attention", "full_attention")), steps=[Generate(prompts=[[5]])]), Trace())
+between = Trace()
+print(json.dumps({"reused": _prelude(llm, between, reload=True), "prelude": between.prelude, "error": between.engine_settings}))
+"""
+
+
+@pytest.mark.engine
+def test_a_sleep_whose_memory_check_was_disturbed_goes_on_asleep_and_the_engine_lives_on():
+    """vLLM's sleep() raises "Memory usage increased after sleeping" after it has released its memory, when other
+    engines on the GPU allocated meanwhile (124 engines ended so on the H200, 2026-12-01). The real CPU engine, with
+    that check made to fail in its worker: the sleep step is no error, the engine is asleep (the wake-up finds it
+    so), outputs match those before, and the next case runs on the same engine."""
+    import json
+    import subprocess
+    import sys
+
+    from hybridfuzz.case import dump_case
+    from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
+    from hybridfuzz.oracles.health import check_health
+
+    gen = Generate(prompts=[PROMPT], max_tokens=4)
+    cases = [_case(gen, Sleep(level=1), WakeUp(tags=None), gen), _case(gen)]
+    run = subprocess.run([sys.executable, "-c", _SESSION_WITH_A_DISTURBED_SLEEP_CHECK], input=json.dumps([dump_case(c) for c in cases]),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    first, second = [Trace.from_dict(d) for d in json.loads(run.stdout.strip().splitlines()[-1])]
+    assert first.outcome == "ok" and not any(s.error for s in first.steps), first.error
+    assert first.engine_settings[SLEEP_CHECK_KEY] == 1
+    assert first.steps[3].outputs[0].tokens == first.steps[0].outputs[0].tokens
+    assert check_health(first, case=cases[0]).status == "pass"
+    assert second.warm_cases == 1 and second.steps[0].outputs[0].tokens == first.steps[0].outputs[0].tokens
+
+
+@pytest.mark.engine
+def test_the_prelude_after_discarded_weights_reloads_them_on_a_real_engine():
+    """The warm engine's way back from a level-2 sleep is vLLM's reload_weights (run here on the CPU engine, whose
+    level-2 sleep discards nothing), written into the prelude, so a history case replays it."""
+    import json
+    import subprocess
+    import sys
+
+    from hybridfuzz.case import ReloadWeights
+
+    run = subprocess.run([sys.executable, "-c", _PRELUDE_AFTER_DISCARDED_WEIGHTS], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got == {"reused": True, "prelude": ["reload_weights", "reset_prefix_cache"], "error": {}}, got
+    hist = history_case([_case(Generate(prompts=[[5]])), _case(Generate(prompts=[[6]]))],
+                        [Trace(), Trace(warm_cases=1, prelude=got["prelude"])], 1)
+    assert [type(s) for s in hist.steps] == [Generate, ReloadWeights, ResetPrefixCache, Generate]

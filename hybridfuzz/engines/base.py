@@ -35,7 +35,8 @@ REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implement
 # *device's* free memory before and after it releases its own (gpu_worker.py), while the other engines of a
 # campaign allocate on the same GPU: 60 engine lifetimes of the 10-minute H200 campaign of 2026-12-01 (vLLM
 # 0.26.0) ended there, each then replayed "successfully" beside the other engines. A sleep that really grew this
-# engine's memory would be masked; one that frees nothing never raised it (freed bytes 0 pass).
+# engine's memory would be masked; one that frees nothing never raised it (freed bytes 0 pass). The offline host
+# now finishes such a sleep and goes on (engines/offline.py SLEEP_CHECK); this rule is for where it cannot.
 RESOURCE = re.compile(r"out of memory|no available memory|insufficient memory|not enough (free )?memory|"
                       r"free memory on device|EADDRINUSE|address already in use|"
                       r"memory usage increased after sleeping", re.IGNORECASE)
