@@ -236,12 +236,10 @@ def discards_weights(case: Case) -> bool:
             and not any(isinstance(s, ReloadWeights) for s in case.steps[last_l2:]))
 
 
-# vLLM's sleep() ends by comparing the *device's* free memory before and after it released its own, and raises
-# this AssertionError when it grew. Beside a campaign's other engines on the same GPU it does, whatever this
-# engine did: 124 times in the 10-minute H200 campaign of 2026-12-01 (vLLM 0.32.0), each ending an engine (the
-# check is counted as our interference, engines/base.py RESOURCE). The check comes after the memory has been
-# released; only the executor's bookkeeping (its sleeping tags) is skipped. ``_finish_sleep`` does that
-# bookkeeping, so the engine goes on asleep as vLLM left it, and the trace counts the check under SLEEP_CHECK_KEY.
+# vLLM's sleep memory check, disturbed by the other engines on the GPU (why: engines/base.py RESOURCE). It fails
+# after the workers have released their memory, so only the executor's bookkeeping (its sleeping tags) is
+# skipped; ``_finish_sleep`` does it and the engine goes on asleep, where it used to end (124 engines in the
+# 10-minute H200 campaign of 2026-12-01, vLLM 0.32.0). The trace counts each under SLEEP_CHECK_KEY.
 SLEEP_CHECK = "Memory usage increased after sleeping"
 SLEEP_CHECK_KEY = "sleep_check_interfered"
 
@@ -296,7 +294,8 @@ def run_session(cases: list[Case], progress: Progress | None = None) -> list[Tra
     """Persistent mode: one engine runs the cases one after another (they share model and engine).
 
     Returns a Trace for every case that ran. It stops early (fewer Traces) when a case leaves the
-    engine unusable (an error, a failed prelude); the host runs the rest on a fresh engine. ``progress`` gets every event, so a host can rebuild what ran if this process dies.
+    engine unusable (an error, a failed prelude); the host runs the rest on a fresh engine.
+    ``progress`` gets every event, so a host can rebuild what ran if this process dies.
     """
     progress = progress or (lambda event: None)
     t0 = time.perf_counter()
