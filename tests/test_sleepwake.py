@@ -1,5 +1,7 @@
 """The sleep/wake protocol (hybridfuzz/sleepwake.py): its transitions, its table, the strategies that walk
 it and the self-consistency oracle that reads it. Engine-free except the last tests, which run CPU engines."""
+from random import Random
+
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
@@ -132,8 +134,11 @@ CORNERS = {
 
 @pytest.mark.parametrize("corner", sorted(CORNERS))
 def test_strategies_reach(corner):
-    found = find(step_scripts(8), lambda s: CORNERS[corner](_walks(s)),
-                 settings=settings(max_examples=3000, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+    """A fixed seed: the rarest corner (a reset while partly asleep) was missed once in 3000 draws in a full run
+    (2026-12-01) and found with each of 20 seeds, so an unseeded search made the test flaky, not the strategy."""
+    found = find(step_scripts(8), lambda s: CORNERS[corner](_walks(s)), random=Random(0),
+                 settings=settings(max_examples=3000, database=None, deadline=None, phases=[Phase.generate],
+                                   suppress_health_check=list(HealthCheck)))
     assert CORNERS[corner](_walks(found))
 
 
