@@ -448,12 +448,21 @@ def test_a_level_2_sleep_without_sleep_mode_does_not_end_the_engine(host):
     assert [o.tokens for o in warm[1].trace.steps[0].outputs] == [o.tokens for o in warm[0].trace.steps[0].outputs]
 
 
+def _in_an_engine_process(script: str, stdin: str = ""):
+    """Run ``script`` in a new interpreter set up as a fork-server child (engine core in-process), where it may
+    patch vLLM's worker; returns the JSON of its last line."""
+    import json
+    import subprocess
+    import sys
+
+    preamble = ("import json, os, sys\nfrom hybridfuzz import _guard\n_guard.install()\n"
+                "from hybridfuzz.engines.forkserver import SERVER_ENV\nos.environ.update(SERVER_ENV)\n")
+    run = subprocess.run([sys.executable, "-c", preamble + script], input=stdin, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 _SESSION_WITH_A_DISTURBED_SLEEP_CHECK = """
-import json, os, sys
-from hybridfuzz import _guard
-_guard.install()
-from hybridfuzz.engines.forkserver import SERVER_ENV
-os.environ.update(SERVER_ENV)
 from vllm.v1.worker import cpu_worker
 from hybridfuzz.case import load_case
 from hybridfuzz.engines.offline import run_session
@@ -468,11 +477,6 @@ print(json.dumps([t.to_dict() for t in run_session(cases)]))
 """
 
 _PRELUDE_AFTER_DISCARDED_WEIGHTS = """
-import json, os
-from hybridfuzz import _guard
-_guard.install()
-from hybridfuzz.engines.forkserver import SERVER_ENV
-os.environ.update(SERVER_ENV)
 from hybridfuzz.case import Case, Generate
 from hybridfuzz.engines.offline import _prelude, _startup
 from hybridfuzz.model import ModelSpec
@@ -491,8 +495,6 @@ def test_a_sleep_whose_memory_check_was_disturbed_goes_on_asleep_and_the_engine_
     that check made to fail in its worker: the sleep step is no error, the engine is asleep (the wake-up finds it
     so), outputs match those before, and the next case runs on the same engine."""
     import json
-    import subprocess
-    import sys
 
     from hybridfuzz.case import dump_case
     from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
@@ -500,10 +502,8 @@ def test_a_sleep_whose_memory_check_was_disturbed_goes_on_asleep_and_the_engine_
 
     gen = Generate(prompts=[PROMPT], max_tokens=4)
     cases = [_case(gen, Sleep(level=1), WakeUp(tags=None), gen), _case(gen)]
-    run = subprocess.run([sys.executable, "-c", _SESSION_WITH_A_DISTURBED_SLEEP_CHECK], input=json.dumps([dump_case(c) for c in cases]),
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    first, second = [Trace.from_dict(d) for d in json.loads(run.stdout.strip().splitlines()[-1])]
+    got = _in_an_engine_process(_SESSION_WITH_A_DISTURBED_SLEEP_CHECK, json.dumps([dump_case(c) for c in cases]))
+    first, second = [Trace.from_dict(d) for d in got]
     assert first.outcome == "ok" and not any(s.error for s in first.steps), first.error
     assert first.engine_settings[SLEEP_CHECK_KEY] == 1
     assert first.steps[3].outputs[0].tokens == first.steps[0].outputs[0].tokens
@@ -515,15 +515,9 @@ def test_a_sleep_whose_memory_check_was_disturbed_goes_on_asleep_and_the_engine_
 def test_the_prelude_after_discarded_weights_reloads_them_on_a_real_engine():
     """The warm engine's way back from a level-2 sleep is vLLM's reload_weights (run here on the CPU engine, whose
     level-2 sleep discards nothing), written into the prelude, so a history case replays it."""
-    import json
-    import subprocess
-    import sys
-
     from hybridfuzz.case import ReloadWeights
 
-    run = subprocess.run([sys.executable, "-c", _PRELUDE_AFTER_DISCARDED_WEIGHTS], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    got = json.loads(run.stdout.strip().splitlines()[-1])
+    got = _in_an_engine_process(_PRELUDE_AFTER_DISCARDED_WEIGHTS)
     assert got == {"reused": True, "prelude": ["reload_weights", "reset_prefix_cache"], "error": {}}, got
     hist = history_case([_case(Generate(prompts=[[5]])), _case(Generate(prompts=[[6]]))],
                         [Trace(), Trace(warm_cases=1, prelude=got["prelude"])], 1)
