@@ -522,3 +522,26 @@ def test_the_prelude_after_discarded_weights_reloads_them_on_a_real_engine():
     hist = history_case([_case(Generate(prompts=[[5]])), _case(Generate(prompts=[[6]]))],
                         [Trace(), Trace(warm_cases=1, prelude=got["prelude"])], 1)
     assert [type(s) for s in hist.steps] == [Generate, ReloadWeights, ResetPrefixCache, Generate]
+
+
+def test_finished_sleep_checks_are_counted_in_the_run_summary_and_a_workers_stats(tmp_path):
+    """The summaries say how often the host finished a disturbed sleep (the next GPU run measures the fix by it)."""
+    import json
+    from types import SimpleNamespace
+
+    from hybridfuzz.campaign.loop import FuzzLoop, Stats, throughput
+    from hybridfuzz.campaign.stats import worker_stats
+    from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
+    from hybridfuzz.executor import Result
+    from hybridfuzz.oracles.verdict import Verdict
+
+    loop = SimpleNamespace(stats=Stats())
+    case = _case(Generate(prompts=[[5]]), Sleep(level=1), WakeUp())
+    for n in (2, 0):
+        result = Result(Verdict("pass", "health", "ok"), Trace(engine_settings={SLEEP_CHECK_KEY: n} if n else {}),
+                        Trace(engine_settings={SLEEP_CHECK_KEY: 1}))
+        FuzzLoop._count(loop, case, result)
+    summary = throughput(loop.stats, 60.0, 2)
+    assert summary["sleep_checks_finished"] == 4
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    assert worker_stats(str(tmp_path), [])["sleep_checks_finished"] == 4

@@ -37,6 +37,7 @@ from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
+from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
 from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
 
@@ -88,6 +89,7 @@ class Stats:
     refusals: Counter = field(default_factory=Counter)  # refusal reason -> count
     refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (no engine started; not in cases)
     known_avoided: int = 0  # cases left out, foreseen to stop their engine: by the outcome memory, or by an earlier case of their session
+    sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
 
 
 @dataclass
@@ -265,6 +267,7 @@ class FuzzLoop:
                 continue
             s.engine_starts += trace.warm_cases == 0
             s.engine_busy_s += trace.timings.get("total_s", 0.0)
+            s.sleep_checks_finished += trace.engine_settings.get(SLEEP_CHECK_KEY, 0)
         if result.verdict.status == "unsupported":
             s.refusals[refusal_reason(result.trace.error if result.trace.outcome == "rejected" else
                                       (result.reference.error if result.reference is not None else None))] += 1
@@ -461,4 +464,4 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
             "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
             "refusals_predicted": s.refusals_predicted, "known_avoided": s.known_avoided,
-            "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}
+            "sleep_checks_finished": s.sleep_checks_finished, "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}

@@ -47,7 +47,7 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "sessions_s": summary.get("sessions_s", 0.0), "confirm_s": summary.get("confirm_s", 0.0),
             "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}),
             "refusals_predicted": summary.get("refusals_predicted", 0), "known_avoided": summary.get("known_avoided", 0),
-            "busy_s": round(busy, 1), "starts": starts,
+            "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
 
@@ -129,6 +129,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])[:10]),
         "refusals_predicted": sum(w["refusals_predicted"] for w in workers.values()),
         "known_avoided": sum(w["known_avoided"] for w in workers.values()),
+        "sleep_checks_finished": sum(w["sleep_checks_finished"] for w in workers.values()),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),
