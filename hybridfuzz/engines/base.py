@@ -37,9 +37,9 @@ REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implement
 # 0.26.0) ended there, each then replayed "successfully" beside the other engines. A sleep that really grew this
 # engine's memory would be masked; one that frees nothing never raised it (freed bytes 0 pass). The offline host
 # now finishes such a sleep and goes on (engines/offline.py SLEEP_CHECK); this rule is for where it cannot.
+SLEEP_CHECK = "Memory usage increased after sleeping"  # vLLM's words (gpu_worker.py sleep)
 RESOURCE = re.compile(r"out of memory|no available memory|insufficient memory|not enough (free )?memory|"
-                      r"free memory on device|EADDRINUSE|address already in use|"
-                      r"memory usage increased after sleeping", re.IGNORECASE)
+                      r"free memory on device|EADDRINUSE|address already in use|" + re.escape(SLEEP_CHECK), re.IGNORECASE)
 
 
 def shortage(info: ErrorInfo | None) -> bool:

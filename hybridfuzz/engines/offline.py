@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, WakeUp
-from hybridfuzz.engines.base import REFUSAL, REJECTION_TYPES, classify, error_info, short_path  # noqa: F401  (re-exported)
+from hybridfuzz.engines.base import REFUSAL, REJECTION_TYPES, SLEEP_CHECK, classify, error_info, short_path  # noqa: F401  (re-exported)
 from hybridfuzz.trace import RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
@@ -214,10 +214,10 @@ def _steps(llm, case: Case, trace: Trace, progress: Progress, position: int) -> 
         try:
             result.outputs = _run_step(llm, step)
         except Exception as e:
-            if not (isinstance(step, Sleep) and SLEEP_CHECK in str(e) and _finish_sleep(llm, step.level)):
-                result.error = error_info(e)
-            else:
+            if isinstance(step, Sleep) and SLEEP_CHECK in str(e) and _finish_sleep(llm, step.level):
                 trace.engine_settings[SLEEP_CHECK_KEY] = trace.engine_settings.get(SLEEP_CHECK_KEY, 0) + 1
+            else:
+                result.error = error_info(e)
         result.seconds = time.perf_counter() - ts
         trace.steps.append(result)
         progress({"event": "step_end", "case": position, "step": i, "result": dataclasses.asdict(result)})
@@ -236,11 +236,10 @@ def discards_weights(case: Case) -> bool:
             and not any(isinstance(s, ReloadWeights) for s in case.steps[last_l2:]))
 
 
-# vLLM's sleep memory check, disturbed by the other engines on the GPU (why: engines/base.py RESOURCE). It fails
+# vLLM's sleep memory check (SLEEP_CHECK), disturbed by the other engines on the GPU (why: engines/base.py RESOURCE). It fails
 # after the workers have released their memory, so only the executor's bookkeeping (its sleeping tags) is
 # skipped; ``_finish_sleep`` does it and the engine goes on asleep, where it used to end (124 engines in the
 # 10-minute H200 campaign of 2026-12-01, vLLM 0.32.0). The trace counts each under SLEEP_CHECK_KEY.
-SLEEP_CHECK = "Memory usage increased after sleeping"
 SLEEP_CHECK_KEY = "sleep_check_interfered"
 
 
