@@ -5,6 +5,13 @@ from hybridfuzz import _guard
 
 _guard.install()  # torchvision guard before vLLM, here and in the engines the tests start
 
+# torch and transformers give their loggers a StreamHandler on the sys.stderr of their first import (transformers its
+# flush too). First imported inside a capsys test, that stream is closed when the test ends, and their next warning,
+# in a later test, prints "--- Logging error ---" and a traceback into that test's stderr (seen in
+# tests/test_cli_argv_fuzz.py after test_campaign's capsys test). Imported here, they write to the session's stream.
+import torch  # noqa: E402, F401
+import transformers  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def host():
