@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hybridfuzz.case import Case
-from hybridfuzz.oracles.consistency import check_self_consistency, control_case, needs_control
+from hybridfuzz.oracles.consistency import ControlKind, check_self_consistency, control_cases, needs_control
 from hybridfuzz.oracles.health import check_health
 from hybridfuzz.oracles.prefix_cache import check_prefix_cache
 from hybridfuzz.oracles.reference import check_reference
@@ -19,15 +19,15 @@ class Result:
     trace: Trace
     reference: Trace | None = None
     extra: dict = field(default_factory=dict)
-    control: Trace | None = None  # the attention-only control's run, when the verdict needed one
+    controls: dict[ControlKind, Trace] = field(default_factory=dict)  # control runs, when the verdict needed them
 
 
 def needs_reference(case: Case) -> bool:
     return "reference" in case.oracle.checks and case.reference_case().engine != case.engine
 
 
-def judge(case: Case, trace: Trace, ref: Trace | None, control: Trace | None = None) -> Verdict:
-    """Pure: apply the case's checks to traces already run (control: see oracles/consistency.py)."""
+def judge(case: Case, trace: Trace, ref: Trace | None, controls: dict[ControlKind, Trace] | None = None) -> Verdict:
+    """Pure: apply the case's checks to traces already run (controls: see oracles/consistency.py)."""
     checks = case.oracle.checks
     verdicts = [check_health(trace, case=case)]  # case: the sleep/wake table decides refused protocol calls
     if verdicts[0].status != "pass":
@@ -40,7 +40,7 @@ def judge(case: Case, trace: Trace, ref: Trace | None, control: Trace | None = N
             v.summary = "reference run failed too: " + v.summary
             return v
     if "self_consistency" in checks:
-        verdicts.append(check_self_consistency(case, trace, control=control))
+        verdicts.append(check_self_consistency(case, trace, controls=controls))
     if "reference" in checks and ref is not None:
         verdicts.append(check_reference(case, trace, ref))
     if "self_consistency" in checks:  # last: a cost finding never hides a correctness one (combine: first wins)
@@ -134,23 +134,27 @@ def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = 
 
 def _run_controls(out: list[list[Result]], sessions: list[list[Case]], host, timeout: float | None,
                   known: Callable[[str], bool] | None = None) -> None:
-    """Judge again, with its attention-only control run, every schedule-only self-consistency divergence
+    """Judge again, with its control runs, every schedule-only self-consistency divergence
     (oracles/consistency.py) whose signature is not ``known``: all sessions' controls at once, each session's
-    on one engine (they share its control model and engine). A fresh engine per control made a session of a
-    known first-request bug (23 of its 24 cases) take 309 s instead of 21 (H200, vLLM 0.26.0, 2026-12-01)."""
-    groups = []
+    controls of one kind on one engine (they share its control model and engine). A fresh engine per control made
+    a session of a known first-request bug (23 of its 24 cases) take 309 s instead of 21 (H200, vLLM 0.26.0,
+    2026-12-01)."""
+    runs: list[tuple[ControlKind, list[tuple[Case, Result, Case]]]] = []  # (kind, [(case, its result, its control)])
     for cases, results in zip(sessions, out):
-        group = [(c, r) for c, r in zip(cases, results) if r.verdict.status == "divergence" and needs_control(c, r.verdict)
-                 and not (known is not None and known(r.verdict.signature))]
-        if group:
-            groups.append(group)
-    if not groups:
+        group = [(c, r, control_cases(c)) for c, r in zip(cases, results) if r.verdict.status == "divergence"
+                 and needs_control(c, r.verdict) and not (known is not None and known(r.verdict.signature))]
+        for kind in sorted({kind for *_, controls in group for kind in controls}):
+            runs.append((kind, [(c, r, controls[kind]) for c, r, controls in group if kind in controls]))
+    if not runs:
         return
-    traces = host.run_sessions([[control_case(c) for c, _ in group] for group in groups], timeout)
-    for group, session_traces in zip(groups, traces):
-        for (case, result), trace in zip(group, session_traces):
-            result.control = trace
-            result.verdict = judge(case, result.trace, result.reference, result.control)
+    traces = host.run_sessions([[control for *_, control in group] for _, group in runs], timeout)
+    judged: dict[int, tuple[Case, Result]] = {}
+    for (kind, group), session_traces in zip(runs, traces):
+        for (case, result, _), trace in zip(group, session_traces):
+            result.controls[kind] = trace
+            judged[id(result)] = (case, result)
+    for case, result in judged.values():
+        result.verdict = judge(case, result.trace, result.reference, result.controls)
 
 
 def evaluate_many(cases: list[Case], host, timeout: float | None = None) -> list[Result]:

@@ -11,6 +11,7 @@ within ``drift`` nats. Thresholds come from calibration (see README).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from hybridfuzz.trace import RequestResult
 
@@ -43,12 +44,19 @@ QUANTIZED = Tolerance(flip_margin=3.5, drift=4.5, min_topk_overlap=0.6)
 # noise to calibrate on. They keep QUANTIZED until measured on an engine that implements them (NOTES.md, fourth session).
 
 
+# How two generations part: the same tokens with logprobs apart (drift), a token flipped against a margin wider
+# than the tolerance (flip), a token outside the other's top-k whose top-k sets differ too (outside-top-k), or
+# another number of tokens (length). Rounding noise shows as drift; corrupted state as the others.
+MismatchKind = Literal["drift", "flip", "outside-top-k", "length"]
+
+
 @dataclass
 class Mismatch:
     position: int
     reason: str
     a_tokens: list[int]
     b_tokens: list[int]
+    kind: MismatchKind
 
 
 def _lp(ranked: list[list[float]], token: int) -> float | None:
@@ -73,7 +81,7 @@ def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mism
                         break  # ranked best first: the rest is tail
                     lpb = _lp(rb, int(t))
                     if lpb is not None and abs(lpa - lpb) > tol.drift:
-                        return Mismatch(pos, f"token {int(t)} logprob {lpa:.2f} vs {lpb:.2f} (drift > {tol.drift})", a.tokens, b.tokens)
+                        return Mismatch(pos, f"token {int(t)} logprob {lpa:.2f} vs {lpb:.2f} (drift > {tol.drift})", a.tokens, b.tokens, "drift")
             continue
         # First differing token: decide noise vs divergence, then stop (contexts differ after this).
         lpa_b, lpb_a = _lp(ra, tb), _lp(rb, ta)
@@ -82,14 +90,14 @@ def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mism
             overlap = len(top_a & top_b) / max(1, min(len(top_a), len(top_b)))
             if overlap >= tol.min_topk_overlap:
                 return None
-            return Mismatch(pos, f"token {ta} vs {tb}: not in each other's top-{max(len(ra), len(rb)) - 1} (top-k overlap {overlap:.0%})", a.tokens, b.tokens)
+            return Mismatch(pos, f"token {ta} vs {tb}: not in each other's top-{max(len(ra), len(rb)) - 1} (top-k overlap {overlap:.0%})", a.tokens, b.tokens, "outside-top-k")
         gap_a = _lp(ra, ta) - lpa_b  # type: ignore[operator]
         gap_b = _lp(rb, tb) - lpb_a  # type: ignore[operator]
         if max(gap_a, gap_b) > tol.flip_margin:
-            return Mismatch(pos, f"token {ta} vs {tb}: margins {gap_a:.3f}/{gap_b:.3f} nats > {tol.flip_margin}", a.tokens, b.tokens)
+            return Mismatch(pos, f"token {ta} vs {tb}: margins {gap_a:.3f}/{gap_b:.3f} nats > {tol.flip_margin}", a.tokens, b.tokens, "flip")
         return None
     if len(a.tokens) != len(b.tokens):
-        return Mismatch(n, f"lengths {len(a.tokens)} vs {len(b.tokens)}", a.tokens, b.tokens)
+        return Mismatch(n, f"lengths {len(a.tokens)} vs {len(b.tokens)}", a.tokens, b.tokens, "length")
     return None
 
 

