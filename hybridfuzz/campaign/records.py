@@ -168,6 +168,7 @@ class RunSummary:
     refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (campaign/outcomes.py): no engine started, not in cases
     known_avoided: int = 0  # cases left out: a bug already found was foreseen to stop their engine (campaign/outcomes.py)
     sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
+    engine_ends: dict[str, int] = field(default_factory=dict)  # warm engines given up before their session's end, by why (campaign/loop.py)
     cases_per_engine: int = 1
     shrink: str = "inline"
 

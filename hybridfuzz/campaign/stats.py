@@ -47,7 +47,8 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "sessions_s": summary.get("sessions_s", 0.0), "confirm_s": summary.get("confirm_s", 0.0),
             "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}),
             "refusals_predicted": summary.get("refusals_predicted", 0), "known_avoided": summary.get("known_avoided", 0),
-            "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "busy_s": round(busy, 1), "starts": starts,
+            "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "engine_ends": summary.get("engine_ends", {}),
+            "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
 
@@ -112,9 +113,12 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
     starts = sum(w["engine_starts"] for w in workers.values())
     slots = sum(w["engine_slots"] for w in workers.values())
     refusals: dict[str, int] = defaultdict(int)
+    ends: dict[str, int] = defaultdict(int)
     for w in workers.values():
         for reason, n in w["refusals"].items():
             refusals[reason] += n
+        for why, n in w["engine_ends"].items():
+            ends[why] += n
     per_min = (lambda n: round(n / (spent / 60), 1) if spent > 0 else None)
     return {
         "dir": os.path.abspath(campaign_dir), "budget_s": meta.get("budget_s"), "spent_s": round(spent, 1),
@@ -130,6 +134,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "refusals_predicted": sum(w["refusals_predicted"] for w in workers.values()),
         "known_avoided": sum(w["known_avoided"] for w in workers.values()),
         "sleep_checks_finished": sum(w["sleep_checks_finished"] for w in workers.values()),
+        "engine_ends": dict(sorted(ends.items(), key=lambda kv: -kv[1])),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),
