@@ -121,9 +121,9 @@ def test_a_schedule_only_difference_the_attention_only_control_shares_is_noise()
 
 def test_a_schedule_only_drift_that_float32_does_not_show_is_rounding_but_a_flip_is_not():
     """The float32 control (the model and its state cache in float32): a pair whose tokens agree but drift, and
-    that agrees in float32, is bfloat16 rounding; a drift that float32 shows too, a flipped token, a failed
-    control run, and a wake-differs pair stay divergences."""
-    from hybridfuzz.case import Case, EngineConfig, Generate
+    that agrees in float32, is bfloat16 rounding; a drift that float32 shows too, a flipped token and a failed
+    control run stay divergences."""
+    from hybridfuzz.case import Case, EngineConfig
     from hybridfuzz.model import ModelSpec
     from hybridfuzz.oracles.consistency import check_self_consistency, control_cases
     from hybridfuzz.trace import StepResult, Trace
