@@ -76,10 +76,15 @@ def observation(result) -> Observation:
     return observation_of(result.verdict, result.trace.env)
 
 
+# Evidence lines a case file keeps per observation: a comparison's four (earlier, later, why, cached tokens) and the
+# controls' verdicts after them (oracles/consistency.py), which say why a schedule-only divergence stood.
+OBSERVED_EVIDENCE = 6
+
+
 def observation_of(v, env: dict) -> Observation:
     from hybridfuzz.machine import cpu_isa
 
     device = env.get("device", "cpu")
     return Observation(vllm=env.get("vllm", "unknown"), verdict=v.status, device=device, torch=env.get("torch", ""),
                        date=datetime.date.today().isoformat(), oracle=v.oracle, summary=v.summary, signature=v.signature,
-                       evidence=v.evidence[:4], isa=cpu_isa() if device == "cpu" else "")
+                       evidence=v.evidence[:OBSERVED_EVIDENCE], isa=cpu_isa() if device == "cpu" else "")

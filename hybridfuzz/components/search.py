@@ -93,11 +93,12 @@ def search(prop: str, examples: int = 100, seed: int | None = None, shrink: bool
 
 def write_found(result: SearchResult, out_dir: str) -> str:
     from hybridfuzz.case import Observation, dump_case
+    from hybridfuzz.findings import OBSERVED_EVIDENCE
     from hybridfuzz.store import write_atomic
     from hybridfuzz.vllm_facts import vllm_version
 
     v = result.verdict
-    obs = Observation(vllm=vllm_version(), verdict=v.status, oracle=v.oracle, summary=v.summary, signature=v.signature, evidence=v.evidence[:4])
+    obs = Observation(vllm=vllm_version(), verdict=v.status, oracle=v.oracle, summary=v.summary, signature=v.signature, evidence=v.evidence[:OBSERVED_EVIDENCE])
     case = result.case.replace(observed=[obs], expect={vllm_version(): v.status})
     path = os.path.join(out_dir, f"{result.prop}-{v.signature.rsplit(':', 1)[-1]}.yaml")
     write_atomic(path, dump_case(case))

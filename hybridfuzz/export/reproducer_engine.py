@@ -157,7 +157,7 @@ def main(argv: list[str]) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [site_dir, os.environ.get("PYTHONPATH", "")] if p)
 
     keep = argv[argv.index("--keep") + 1] if "--keep" in argv else None
-    model_dir = build_model(keep or tempfile.mkdtemp(prefix="tiny-qwen3-next-"))
+    model_dir = build_model(keep or tempfile.mkdtemp(prefix=f"tiny-{MODEL['config'].get('model_type', 'model')}-"))
     if "--build-only" in argv:
         print(model_dir)
         return 0
