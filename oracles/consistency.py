@@ -14,7 +14,7 @@ from typing import Literal, Mapping
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, Generate, Submit
-from hybridfuzz.oracles.compare import EXACT, Tolerance, compare_requests
+from hybridfuzz.oracles.compare import EXACT, MismatchKind, Tolerance, compare_requests
 from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import RequestResult, Trace
 
@@ -104,6 +104,7 @@ _ROUNDING_KINDS = ("drift", "flip")  # mismatch kinds rounding can make (oracles
 
 
 def runs_in_float32(case: Case) -> bool:
+    """vLLM's dtype set to float32 (the model's own dtype does not decide it: see control_cases)."""
     return case.engine.extra.get("dtype") == "float32"
 
 
@@ -129,7 +130,7 @@ def needs_control(case: Case, verdict: Verdict) -> bool:
     return verdict.oracle == "self_consistency" and verdict.symptom in SCHEDULE_ONLY and bool(control_cases(case))
 
 
-def _noise(case: Case, kind: str, pair: tuple, ran: Mapping[ControlKind, Trace], differs: Mapping[ControlKind, set]) -> str | None:
+def _noise(case: Case, kind: MismatchKind, pair: tuple, ran: Mapping[ControlKind, Trace], differs: Mapping[ControlKind, set]) -> str | None:
     """Why a schedule-only pair is noise by its controls (SCHEDULE_ONLY above), or None: it stands."""
     if runs_in_float32(case):
         return None
@@ -160,7 +161,7 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
     """tol: default ``tolerance_for`` the trace's device. controls: traces of ``control_cases(case)``; a
     schedule-only pair they show to be noise is skipped (SCHEDULE_ONLY above)."""
     tol = tol or tolerance_for(trace.env.get("device", "cpu"), chunks_prompts(case))
-    # A control has the case's steps (only the model differs), so its pairs are the case's pairs. Not
+    # A control has the case's steps (only its model or dtype differs), so its pairs are the case's pairs. Not
     # control_cases(): the exported reproducer inlines this function, and it must not pull in the model registry.
     ran = {kind: t for kind, t in (controls or {}).items() if t.outcome == "ok"}
     differs = {kind: {pair for pair, m, *_ in _mismatches(case, t, tol) if m} for kind, t in ran.items()}
