@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from hybridfuzz.campaign.records import CaseEvent, FindingState, iter_events
 from hybridfuzz.campaign.state import FindingStore
@@ -90,6 +90,14 @@ def load_meta(campaign_dir: str) -> dict:
         return {}
 
 
+def _summed(workers: dict[str, dict], key: str) -> Counter:
+    """One per-worker counter (reason -> n) summed over the workers."""
+    total: Counter = Counter()
+    for w in workers.values():
+        total.update(w[key])
+    return total
+
+
 def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore | None = None) -> dict:
     meta = meta if meta is not None else load_meta(campaign_dir)
     store = store or FindingStore(campaign_dir)
@@ -112,13 +120,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
     steps = sum(w["steps"] for w in workers.values())
     starts = sum(w["engine_starts"] for w in workers.values())
     slots = sum(w["engine_slots"] for w in workers.values())
-    refusals: dict[str, int] = defaultdict(int)
-    ends: dict[str, int] = defaultdict(int)
-    for w in workers.values():
-        for reason, n in w["refusals"].items():
-            refusals[reason] += n
-        for why, n in w["engine_ends"].items():
-            ends[why] += n
+    refusals, ends = _summed(workers, "refusals"), _summed(workers, "engine_ends")
     per_min = (lambda n: round(n / (spent / 60), 1) if spent > 0 else None)
     return {
         "dir": os.path.abspath(campaign_dir), "budget_s": meta.get("budget_s"), "spent_s": round(spent, 1),
@@ -130,11 +132,11 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "worker_confirming_fraction": round(sum(w["confirm_s"] for w in workers.values()) / (spent * len(workers)), 3) if spent > 0 and workers else None,
         "steps": steps, "steps_per_min": per_min(steps), "engine_starts": starts, "engine_starts_per_min": per_min(starts),
         "engine_busy_fraction": round(sum(w["engine_busy_s"] for w in workers.values()) / (spent * slots), 3) if spent > 0 and slots else None,
-        "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])[:10]),
+        "refusals": dict(refusals.most_common(10)),
         "refusals_predicted": sum(w["refusals_predicted"] for w in workers.values()),
         "known_avoided": sum(w["known_avoided"] for w in workers.values()),
         "sleep_checks_finished": sum(w["sleep_checks_finished"] for w in workers.values()),
-        "engine_ends": dict(sorted(ends.items(), key=lambda kv: -kv[1])),
+        "engine_ends": dict(ends.most_common()),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),
