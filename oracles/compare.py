@@ -46,7 +46,8 @@ QUANTIZED = Tolerance(flip_margin=3.5, drift=4.5, min_topk_overlap=0.6)
 
 # How two generations part: the same tokens with logprobs apart (drift), a token flipped against a margin wider
 # than the tolerance (flip), a token outside the other's top-k whose top-k sets differ too (outside-top-k), or
-# another number of tokens (length). Rounding noise shows as drift; corrupted state as the others.
+# another number of tokens (length). Rounding moves a distribution (drift, flip); it never replaces one
+# (oracles/consistency.py asks the float32 control only about the first two).
 MismatchKind = Literal["drift", "flip", "outside-top-k", "length"]
 
 
