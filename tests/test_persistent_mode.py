@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
-from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory
+from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory, Prediction
 from hybridfuzz.engines.base import stop_pattern
 from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
 from hybridfuzz.engines.base import classify, refusal_reason
@@ -94,13 +94,16 @@ def test_a_known_stop_is_foreseen_over_the_settings_its_sightings_share_and_its_
     assert stop_pattern(seen[0], _stopped(seen[0], 3)) == ("Sleep", "WakeUp")
     for case in seen:
         memory.learn(case, _stopped(case, 3), sig, symptom)
-    other = _case(Sleep(level=2), WakeUp(tags=("weights",)), kv_cache_dtype="int8_per_token_head", extra={"mamba_ssm_cache_dtype": "float16"})
+    other = _case(Sleep(level=1), Generate(prompts=[PROMPT]), WakeUp(), kv_cache_dtype="int8_per_token_head", extra={"mamba_ssm_cache_dtype": "float16"})
     assert _ready(memory, other) is None  # two sightings: not yet (a bug's trigger varies; three are asked)
     memory.learn(seen[0].replace(engine=dataclasses.replace(seen[0].engine, block_size=256)), _stopped(seen[0], 3), sig, symptom)
     (rule,) = memory.rules()
     assert "engine.kv_cache_dtype" not in rule.settings and rule.settings["extra.mamba_ssm_cache_dtype"] == {'"float16"'}
+    assert rule.patterns == {("Sleep(1)", "WakeUp(all)")}  # step shapes: the sleep level and the woken tags
     assert _ready(memory, other).key == sig  # another KV dtype, the same shared setting and pattern
     assert _ready(memory, other.replace(steps=[WakeUp(), Sleep(level=1)])) is None  # wakes before it sleeps
+    assert _ready(memory, other.replace(steps=[Sleep(level=1), WakeUp(tags=["weights"])])) is None  # wakes the weights only
+    assert _ready(memory, other.replace(steps=[Sleep(level=2), WakeUp()])) is None  # another sleep level
     assert _ready(memory, other.replace(engine=dataclasses.replace(other.engine, extra={}))) is None  # lacks the shared setting
     assert memory.predict(other, memory.rules(), lambda key: False) is None  # a signature not found yet is never avoided
     # a refused reference or a failure of the reference alone teaches no stop: only the case's own engine counts
@@ -115,22 +118,47 @@ def test_a_known_stop_is_foreseen_over_the_settings_its_sightings_share_and_its_
     assert _ready(memory, other.replace(engine=dataclasses.replace(other.engine, kv_cache_dtype="fp8_e4m3"))).key == sig
 
 
-def test_a_generalization_is_checked_against_what_ran_and_retired_when_wrong_but_a_refused_configuration_stays(tmp_path):
+def test_a_generalization_is_checked_against_what_ran_and_a_miss_narrows_it_for_every_worker(tmp_path):
     refused = Trace(outcome="rejected", error=ErrorInfo("ValueError", "fp8 not supported here"))
     memory = OutcomeMemory(str(tmp_path), seed=0)
-    seen = [_case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=b) for b in (16, 32)]
+    seen = [_case(Generate(prompts=[PROMPT]), kv_cache_dtype=kv, block_size=b) for kv, b in (("fp8", 16), ("fp8_e4m3", 32))]
     for case in seen:
         memory.learn(case, refused)
-    new = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=64)  # the block size was dropped
+    new = _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8", block_size=64)  # the KV dtype and block size were dropped
     predictions = [_ready(memory, new) for _ in range(200)]
     checked = [p for p in predictions if p is not None and p.checked]
     assert all(predictions) and 0.03 < len(checked) / len(predictions) < 0.2, len(checked)  # about CHECK run anyway
     assert CHECK == 0.1
-    memory.verify(checked[0], refused, "")
+    memory.verify(checked[0], new, refused, "")
     assert _ready(memory, new) is not None  # it came true: the rule stands
-    memory.verify(checked[0], Trace(outcome="ok"), "")  # it started after all
-    assert memory.rules()[0].retired and _ready(memory, new) is None  # the generalization is retired for good ...
+    memory.verify(checked[0], new, Trace(outcome="ok"), "")  # it started after all: a miss
+    other_worker = OutcomeMemory(str(tmp_path), seed=1)  # shares the folder, not this worker's runs
+    for m in (memory, other_worker):
+        (rule,) = m.rules()
+        assert rule.settings["engine.block_size"] == {"16", "32"} and not rule.contradicted  # the miss narrowed it
+        assert _ready(m, new) is None
+        assert _ready(m, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8_e4m3", block_size=16)) is not None
+    # a miss of a sighted configuration: nothing tells them apart; the generalization is unused ...
+    memory.verify(checked[0], seen[1].replace(engine=dataclasses.replace(seen[1].engine, kv_cache_dtype="fp8")), Trace(outcome="ok"), "")
+    assert memory.rules()[0].contradicted
+    assert _ready(memory, _case(Generate(prompts=[PROMPT]), kv_cache_dtype="fp8_e4m3", block_size=16)) is None
     assert _ready(memory, seen[0]) is not None  # ... but a refused configuration is refused again (deterministic)
+
+
+def test_a_missed_stop_is_told_apart_by_its_steps(tmp_path):
+    """The fp8 wake-up crash's rule of the H200 campaign of 2026-12-01: a checked case that slept and woke the
+    weights alone passed. With step shapes, that miss does not cover the sightings' wake-ups of everything."""
+    memory = OutcomeMemory(str(tmp_path), seed=0)
+    sig, symptom = "health:error:AttributeError:fbfecd98", "error:AttributeError"
+    for kv in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+        case = _case(Sleep(level=1), WakeUp(), kv_cache_dtype=kv)
+        memory.learn(case, _stopped(case, 1), sig, symptom)
+    partial = _case(Sleep(level=1), WakeUp(tags=["weights"]), Generate(prompts=[PROMPT]), kv_cache_dtype="fp8")
+    assert _ready(memory, partial) is None  # never foreseen: its wake-up is another shape
+    memory.verify(Prediction(sig, checked=True), partial, Trace(outcome="ok"), "")  # were it checked and passed
+    (rule,) = memory.rules()
+    assert rule.misses and not rule.contradicted
+    assert _ready(memory, _case(Sleep(level=1), Generate(prompts=[PROMPT]), WakeUp(), kv_cache_dtype="fp8_e4m3")).key == sig
 
 
 def test_a_generalization_is_narrowed_by_what_ran_and_unused_when_it_cannot_be(tmp_path):

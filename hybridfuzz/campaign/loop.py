@@ -252,7 +252,7 @@ class FuzzLoop:
         if result.reference is not None:
             self.memory.learn(case.reference_case(), result.reference)  # the reference's own refusal
         if check is not None:
-            self.memory.verify(check, result.trace, result.verdict.signature)
+            self.memory.verify(check, case, result.trace, result.verdict.signature)
 
     @staticmethod
     def _reference_hits() -> int:

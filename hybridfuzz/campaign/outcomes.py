@@ -11,19 +11,23 @@ the 187 case-engine lifetimes ended at one of four signatures already found, eac
 Each outcome (a refusal reason, or a signature) keeps its *sightings*: the features of each case that ended so
 (family, layers, every model and engine setting but the seeds) and the kinds of its steps up to the failing one.
 Its rule starts as their least general generalization: the settings all sightings share, and any of their step
-patterns (a subsequence of a case's step kinds; none for a start-up failure). With one sighting that is the exact
+patterns (a subsequence of a case's step shapes, engines/base.py ``step_shapes``: kinds with the sleep level and
+the woken tags; none for a start-up failure). With one sighting that is the exact
 configuration; sightings that differ in a setting drop it. A rule predicts from ``MIN_SIGHTINGS`` on (1 for a
 refusal, which is deterministic; 3 for a bug, whose triggers vary).
 
 Two guards keep a rule from reaching too far. The configurations this worker saw run are counter-examples
-(those that started, for a refusal; those that ran a pattern's steps and passed, for a stop): while the rule
+(those that started, for a refusal; those that ran a pattern's steps and passed, for a stop), and so are the
+checked predictions that did not come true, which all workers share (a *miss*, kept in the rule's folder): while the rule
 covers one, a dropped setting is taken back as "one of the values its sightings had", the one that excludes
 the most counter-examples first (fp8 and fp8_e4m3 sightings of a wake-up crash keep the KV dtype to those two
 once an auto-KV case is seen to sleep and wake). A rule that still covers one is not used: only the exact
 configurations sighted are then foreseen, and only for a refusal, which is deterministic. And a predicted
 case is left out except ``CHECK`` of them (seeded), which run anyway: a checked case that ends otherwise (a
-refused configuration that starts; a case foreseen to stop that passes) retires the rule for good (for a refusal,
-its generalization). Signatures not yet found are never avoided.
+refused configuration that starts; a case foreseen to stop that passes) is a miss, and narrows the rule or, when
+nothing tells it from the sightings, leaves it unused. (Misses once retired a rule for good: in the H200 0.26.0
+campaign of 2026-12-01 the fp8 wake-up crash's rule was retired by one checked case and then met 51 more times,
+each an engine start; results/gpu-h200-2026-12-01-s14/.) Signatures not yet found are never avoided.
 
 Files under DIR (one per sighting or miss, written atomically): all workers of a campaign share them, and a
 restarted worker keeps them.
@@ -39,7 +43,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import contains_pattern, refusal_reason, shortage, step_kinds, stop_pattern
+from hybridfuzz.engines.base import contains_pattern, refusal_reason, shortage, step_shapes, stop_pattern
 from hybridfuzz.store import write_atomic
 from hybridfuzz.trace import Trace
 
@@ -83,7 +87,7 @@ class Rule:
     settings: dict[str, set[str]]  # setting -> the values allowed (one: what every sighting shared)
     patterns: set[tuple[str, ...]]
     sightings: list[dict[str, str]]  # each sighting's settings
-    retired: bool
+    misses: list[tuple[dict[str, str], list[str]]]  # checked predictions that did not come true: settings, step shapes
     contradicted: bool = False  # the generalization covers a configuration seen to run (``OutcomeMemory.rules``)
 
     @property
@@ -101,10 +105,10 @@ class Rule:
         return () in self.patterns or any(contains_pattern(kinds, p) for p in self.patterns)
 
     def foresees(self, feats: dict[str, str], kinds: list[str]) -> bool:
-        """For a case's ``features`` and ``step_kinds``."""
+        """For a case's ``features`` and ``step_shapes``."""
         if not self.ready:
             return False
-        if not self.retired and not self.contradicted and self.covers(feats, kinds):
+        if not self.contradicted and self.covers(feats, kinds):
             return True
         return self.refusal and feats in self.sightings  # a refusal of this very configuration: always
 
@@ -142,15 +146,17 @@ class OutcomeMemory:
         if trace.outcome != "rejected":
             self._started.append(feats)
         if trace.outcome == "ok" and not signature:
-            self._passed.append((feats, step_kinds(case)))
+            self._passed.append((feats, step_shapes(case)))
         if refused_at_start(trace):
             self._sight(REFUSED + refusal_reason(trace.error), case, ())
         elif signature and stops_engine(symptom) and trace.outcome in ("error", "crash", "timeout"):
-            self._sight(signature, case, stop_pattern(case, trace))  # the case's own engine stopped (not its reference)
+            # the case's own engine stopped (not its reference)
+            self._sight(signature, case, stop_pattern(case, trace, step_shapes))
 
-    def miss(self, key: str) -> None:
-        """A checked prediction that did not come true: the rule is retired."""
-        write_atomic(os.path.join(self._dir(key), "retired"), "")
+    def miss(self, key: str, case: Case) -> None:
+        """A checked prediction that did not come true: a counter-example to the rule, for every worker."""
+        blob = json.dumps({"settings": features(case), "shapes": step_shapes(case)}, sort_keys=True)
+        write_atomic(os.path.join(self._dir(key), f"m-{hashlib.sha1(blob.encode()).hexdigest()[:16]}.json"), blob)
 
     def rules(self) -> list[Rule]:
         out = []
@@ -159,11 +165,15 @@ class OutcomeMemory:
             try:
                 with open(os.path.join(d, "key.json")) as f:
                     key = json.load(f)["key"]
-                seen = []
+                seen, misses = [], []
                 for fn in sorted(os.listdir(d)):
-                    if fn.startswith("s-") and fn.endswith(".json"):
+                    if fn.startswith(("s-", "m-")) and fn.endswith(".json"):
                         with open(os.path.join(d, fn)) as f:
-                            seen.append(json.load(f))
+                            record = json.load(f)
+                        if fn.startswith("s-"):
+                            seen.append(record)
+                        else:
+                            misses.append((record["settings"], record["shapes"]))
             except (OSError, ValueError, KeyError):
                 continue  # a rule being written by another worker: next time
             if not seen:
@@ -171,18 +181,19 @@ class OutcomeMemory:
             keys = set().union(*(s["settings"] for s in seen))
             values = {k: {s["settings"].get(k, ABSENT) for s in seen} for k in keys}
             rule = Rule(key, {k: v for k, v in values.items() if len(v) == 1}, {tuple(s["pattern"]) for s in seen},
-                        [s["settings"] for s in seen], os.path.exists(os.path.join(d, "retired")))
+                        [s["settings"] for s in seen], misses)
             self._specialize(rule, {k: v for k, v in values.items() if len(v) > 1})
             out.append(rule)
         return out
 
     def _specialize(self, rule: Rule, dropped: dict[str, set[str]]) -> None:
         """Take dropped settings back (as the values the sightings had) while the rule covers a configuration
-        seen to run; mark it contradicted if one is still covered."""
+        seen to run or a miss; mark it contradicted if one is still covered."""
         if rule.refusal:
-            covered = [f for f in self._started if rule.covers(f, [])]
+            ran = [(f, []) for f in self._started]
         else:
-            covered = [f for f, kinds in self._passed if rule.covers(f, kinds)]
+            ran = list(self._passed)
+        covered = [f for f, shapes in ran + rule.misses if rule.covers(f, shapes)]
         while covered and dropped:
             best = max(sorted(dropped), key=lambda k: sum(f.get(k, ABSENT) not in dropped[k] for f in covered))
             if not any(f.get(best, ABSENT) not in dropped[best] for f in covered):
@@ -196,17 +207,17 @@ class OutcomeMemory:
     def predict(self, case: Case, rules: list[Rule], avoidable=lambda key: False) -> Prediction | None:
         """The outcome a ready rule predicts for this case: a refusal, or a signature ``avoidable(key)`` says was
         found already; None when no rule applies. One in ``CHECK`` predictions is marked to run anyway."""
-        feats, kinds = features(case), step_kinds(case)
+        feats, kinds = features(case), step_shapes(case)
         for rule in rules:
             if (rule.refusal or avoidable(rule.key)) and rule.foresees(feats, kinds):
                 return Prediction(rule.key, checked=self._rng.random() < CHECK)
         return None
 
-    def verify(self, prediction: Prediction, trace: Trace, signature: str) -> None:
+    def verify(self, prediction: Prediction, case: Case, trace: Trace, signature: str) -> None:
         """A checked prediction against what ran: a refusal that did not come, or a stop that did not come and a
-        case that passed instead (another failure first says nothing), retires the rule."""
+        case that passed instead (another failure first says nothing), is a miss."""
         if is_refusal(prediction.key):
             if trace.outcome != "rejected" or trace.steps:
-                self.miss(prediction.key)
+                self.miss(prediction.key, case)
         elif trace.outcome == "ok" and not signature:
-            self.miss(prediction.key)
+            self.miss(prediction.key, case)

@@ -126,15 +126,31 @@ def step_kinds(case) -> list[str]:
     return [type(s).__name__ for s in case.steps]
 
 
-def stop_pattern(case, trace: Trace) -> tuple[str, ...]:
-    """Where a case stopped its engine, as step kinds: the protocol steps before the step that failed, then its
-    own kind ("Sleep", "WakeUp"; "Generate" for a first generate); () when it stopped at start-up or not at all."""
+def step_shapes(case) -> list[str]:
+    """Step kinds with the arguments that choose what a sleep/wake step does: the sleep level and the woken tags
+    ("Sleep(2)", "WakeUp(kv_cache,weights)", "WakeUp(all)"). A bug at a wake-up of the KV cache is not met by a
+    wake-up of the weights alone; kinds alone could not tell them apart (campaign/outcomes.py)."""
+    shapes = []
+    for s in case.steps:
+        kind = type(s).__name__
+        if kind == "Sleep":
+            kind += f"({s.level})"
+        elif kind == "WakeUp":
+            kind += f"({','.join(sorted(s.tags)) if s.tags is not None else 'all'})"
+        shapes.append(kind)
+    return shapes
+
+
+def stop_pattern(case, trace: Trace, describe=step_kinds) -> tuple[str, ...]:
+    """Where a case stopped its engine, as ``describe``'s step names (kinds, or ``step_shapes``): the protocol steps
+    before the step that failed, then its own ("Sleep", "WakeUp"; "Generate" for a first generate); () when it
+    stopped at start-up or not at all."""
     failed = next((s for s in trace.steps if s.error), None)
     if failed is None or failed.index >= len(case.steps) or shortage(failed.error):
         return ()  # a resource shortage or interference says nothing about the case's steps
     failed = failed.index
-    kinds = step_kinds(case)[:failed + 1]
-    return tuple(k for k in kinds[:-1] if k != "Generate") + (kinds[-1],)
+    kinds, names = step_kinds(case)[:failed + 1], describe(case)[:failed + 1]
+    return tuple(n for k, n in zip(kinds[:-1], names[:-1]) if k != "Generate") + (names[-1],)
 
 
 def contains_pattern(kinds: list[str], pattern: tuple[str, ...]) -> bool:
