@@ -84,13 +84,15 @@ REFERENCES = ReferenceCache()
 
 
 def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = None,
-                      cache: ReferenceCache | None = REFERENCES, known: Callable[[str], bool] | None = None) -> list[list[Result]]:
+                      cache: ReferenceCache | None = REFERENCES, known: Callable[[str], bool] | None = None,
+                      alone: bool = False) -> list[list[Result]]:
     """Run sessions (cases sharing model and engine; one warm engine each where the host has
     persistent mode) and their reference sessions, all at once; judge every case.
 
     A case's reference runs in the reference session at the same position, after the same
     history, so warm-engine state is alike on both sides. ``known``: signatures not worth judging
-    further (no control run for them, see ``run_controls``).
+    further (no control run for them, see ``run_controls``). ``alone``: no reference runs, for a
+    finding its case's own run decides (oracles/health.py decided_alone; the shrinker's crashes).
     """
     runs: list[list[Case]] = []
     slots: list[tuple[int, int | None, list[int | None]]] = []  # (main run, reference run, position in it)
@@ -98,11 +100,12 @@ def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = 
     for cases in sessions:
         main = len(runs)
         runs.append(list(cases))
-        refs = [c.reference_case() for c in cases if needs_reference(c)]
+        wanted = [needs_reference(c) and not alone for c in cases]
+        refs = [c.reference_case() for c, w in zip(cases, wanted) if w]
         pos, n = [], 0
-        for c in cases:
-            pos.append(n if needs_reference(c) else None)
-            n += needs_reference(c)
+        for w in wanted:
+            pos.append(n if w else None)
+            n += w
         ref = None
         if refs:
             ref = len(runs)

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
-from hybridfuzz.executor import Result, judge, needs_reference, run_controls
+from hybridfuzz.executor import evaluate_sessions
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.verdict import Verdict
 
@@ -122,27 +122,11 @@ class ShrinkResult:
 
 
 def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool = False) -> tuple[list[Verdict], int]:
-    """Run several cases (and their references, unless ``alone``: see oracles/health.py decided_alone) at once
-    on the host; judge each."""
-    runs: list[Case] = []
-    slots: list[tuple[int, int | None]] = []
-    for c in cases:
-        i = len(runs)
-        runs.append(c)
-        r = None
-        if needs_reference(c) and not alone:
-            r = len(runs)
-            runs.append(c.reference_case())
-        slots.append((i, r))
-    traces = host.run_many(runs, timeout)
-    results = []
-    for c, (i, r) in zip(cases, slots):
-        ref = traces[r] if r is not None else None
-        results.append([Result(judge(c, traces[i], ref), traces[i], ref)])
-    # The executor's verdict, controls included: a variant that only its controls show to be noise is no smaller
-    # failing case (judged without them, a shrink of an LFM2 finding on 2026-12-01 kept variants that replayed as PASS).
-    run_controls(results, [[c] for c in cases], host, timeout)
-    return [r.verdict for (r,) in results], len(runs) + sum(len(r.controls) for (r,) in results)
+    """Judge variants as the executor judges any case, each on its own fresh engine, all at once: its reference
+    (unless ``alone``) and its controls included (judged without controls, a shrink of an LFM2 finding on
+    2026-12-01 kept variants that replayed as PASS). Returns the verdicts and the engines run."""
+    results = [r for (r,) in evaluate_sessions([[c] for c in cases], host, timeout, cache=None, alone=alone)]
+    return [r.verdict for r in results], sum(1 + (r.reference is not None) + len(r.controls) for r in results)
 
 
 def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,
