@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 
 from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
+from hybridfuzz.campaign.loop import SessionPace
 from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory, Prediction
 from hybridfuzz.engines.base import stop_pattern
 from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
@@ -591,3 +592,13 @@ def test_a_warm_engine_given_up_is_counted_by_why(host):
     loop = SimpleNamespace(stats=Stats())
     FuzzLoop._count_engine_ends(loop, results)
     assert throughput(loop.stats, 60.0, 2)["engine_ends"] == {"error": 1}
+
+
+def test_a_session_near_the_deadline_holds_only_the_cases_that_fit():
+    pace = SessionPace()
+    assert pace.fitting(24, 5.0) == 24  # nothing measured yet: the whole session
+    pace.record(wall_s=80.0, startup_s=20.0, cases=24)  # 2.5 s a case after the engine start
+    pace.record(wall_s=50.0, startup_s=30.0, cases=8)
+    assert pace.fitting(24, 600.0) == 24
+    assert pace.fitting(24, 45.0) == 8  # the median start (25 s), then 8 cases of 2.5 s
+    assert pace.fitting(24, 26.0) == 0  # not even one: the worker stops at its budget

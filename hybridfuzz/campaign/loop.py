@@ -23,7 +23,8 @@ import datetime
 import os
 import time
 from dataclasses import dataclass, field
-from collections import Counter
+from collections import Counter, deque
+from statistics import median
 from typing import Callable, Literal
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
@@ -44,6 +45,7 @@ from hybridfuzz.findings import case_size, known_signatures, observation, replay
 
 # Background shrinking: sessions Hypothesis draws at once before engines run them (``FuzzLoop._run_drawn_ahead``).
 DRAW_AHEAD = 100
+PACE_SESSIONS = 20  # a worker's recent sessions that say what the next one will cost (SessionPace)
 
 
 def draw_ahead(strategy, seed: int, n: int) -> list:
@@ -65,6 +67,32 @@ def draw_ahead(strategy, seed: int, n: int) -> list:
 
 class BudgetSpent(BaseException):
     """Stops Hypothesis at once (a BaseException is not a test failure, so it is not shrunk)."""
+
+
+@dataclass
+class SessionPace:
+    """What this worker's sessions cost: an engine start, then each case. A session started near the deadline
+    holds only the cases that fit before it, so a campaign ends at its budget: in the H200 campaigns of
+    2026-12-01 (results/gpu-h200-2026-12-01-s14/) workers began 24-case sessions in the last minute and ran
+    on past the budget until the campaign was killed, and those sessions' cases were never counted."""
+
+    startups: deque = field(default_factory=lambda: deque(maxlen=PACE_SESSIONS))
+    per_case: deque = field(default_factory=lambda: deque(maxlen=PACE_SESSIONS))
+
+    def record(self, wall_s: float, startup_s: float, cases: int) -> None:
+        if cases:
+            self.startups.append(startup_s)
+            self.per_case.append(max(0.0, wall_s - startup_s) / cases)
+
+    def fitting(self, cases: int, left_s: float) -> int:
+        """How many of ``cases`` end within ``left_s``: all of them before any session was measured; 0 when not
+        even one would."""
+        if not self.startups:
+            return cases
+        startup, per_case = median(self.startups), median(self.per_case)
+        if left_s < startup + per_case:
+            return 0
+        return cases if per_case <= 0 else min(cases, int((left_s - startup) / per_case))
 
 
 class FoundBug(AssertionError):
@@ -139,6 +167,7 @@ class FuzzLoop:
         self.interrupted = False  # set by whoever stops the loop early (Ctrl-C, SIGTERM)
         self.database = config.database or DirectoryBasedExampleDatabase(os.path.join(config.out_dir, "hypothesis-db"))
         self.memory = OutcomeMemory(config.memory_dir, config.seed) if config.memory_dir else None
+        self.pace = SessionPace()
         self.shrinker = None
         if config.shrink == "background":
             from hybridfuzz.campaign.background import BackgroundShrinker
@@ -173,6 +202,11 @@ class FuzzLoop:
             raise BudgetSpent()
         phase = "shrink" if self._target else "generate"
         session, checks = self._foreseen(session, phase)
+        if phase == "generate" and session:
+            fits = self.pace.fitting(len(session), self._deadline - time.time())
+            if not fits:
+                raise BudgetSpent()
+            session = session[:fits]
         if not session:
             return
         t0 = time.time()
@@ -184,6 +218,8 @@ class FuzzLoop:
         self.stats.known_avoided += sum(r.trace.engine_settings.get(NOT_RUN) == FORESEEN for r in results)
         ran = [(c, r) for c, r in zip(session, results) if NOT_RUN not in r.trace.engine_settings]
         session, results = [c for c, _ in ran], [r for _, r in ran]
+        if phase == "generate":
+            self.pace.record(wall, max((r.trace.timings.get("startup_s", 0.0) for r in results), default=0.0), len(results))
         self._count_engine_ends(results)
         for case, result in zip(session, results):
             self._count(case, result)
