@@ -9,7 +9,7 @@ workers' session time (28 sessions, median 23 s; a memory of exact configuration
 the 187 case-engine lifetimes ended at one of four signatures already found, each followed by a fresh engine.
 
 Each outcome (a refusal reason, or a signature) keeps its *sightings*: the features of each case that ended so
-(family, layers, every model and engine setting but the seeds) and the kinds of its steps up to the failing one.
+(family, layers, every model and engine setting but the seeds) and the shapes of its steps up to the failing one.
 Its rule starts as their least general generalization: the settings all sightings share, and any of their step
 patterns (a subsequence of a case's step shapes, engines/base.py ``step_shapes``: kinds with the sleep level and
 the woken tags; none for a start-up failure). With one sighting that is the exact
@@ -25,9 +25,10 @@ once an auto-KV case is seen to sleep and wake). A rule that still covers one is
 configurations sighted are then foreseen, and only for a refusal, which is deterministic. And a predicted
 case is left out except ``CHECK`` of them (seeded), which run anyway: a checked case that ends otherwise (a
 refused configuration that starts; a case foreseen to stop that passes) is a miss, and narrows the rule or, when
-nothing tells it from the sightings, leaves it unused. (Misses once retired a rule for good: in the H200 0.26.0
-campaign of 2026-12-01 the fp8 wake-up crash's rule was retired by one checked case and then met 51 more times,
-each an engine start; results/gpu-h200-2026-12-01-s14/.) Signatures not yet found are never avoided.
+nothing tells it from the sightings, leaves it unused. (Patterns were step kinds, and one miss retired a rule
+for good: in the H200 0.26.0 campaign of 2026-12-01 the fp8 wake-up crash's rule, covering wake-ups of the
+weights alone that passed, foresaw little, was retired after 27 sightings, and the crash stopped 70 engines;
+results/gpu-h200-2026-12-01-s14/.) Signatures not yet found are never avoided.
 
 Files under DIR (one per sighting or miss, written atomically): all workers of a campaign share them, and a
 restarted worker keeps them.
