@@ -26,8 +26,8 @@ configurations sighted are then foreseen, and only for a refusal, which is deter
 case is left out except ``CHECK`` of them (seeded), which run anyway: a checked case that ends otherwise (a
 refused configuration that starts; a case foreseen to stop that passes) is a miss, and narrows the rule or, when
 nothing tells it from the sightings, leaves it unused. (Patterns were step kinds, and one miss retired a rule
-for good: in the H200 0.26.0 campaign of 2026-12-01 the fp8 wake-up crash's rule, covering wake-ups of the
-weights alone that passed, foresaw little, was retired after 27 sightings, and the crash stopped 70 engines;
+for good: in the H200 0.26.0 campaign of 2026-12-01 the fp8 wake-up crash's rule covered sleep/wake cases that
+passed (84; kinds cannot tell a level-0 sleep or a weights-only wake-up from the crash's), foresaw little, was retired after 27 sightings, and the crash stopped 70 engines;
 results/gpu-h200-2026-12-01-s14/.) Signatures not yet found are never avoided.
 
 Files under DIR (one per sighting or miss, written atomically): all workers of a campaign share them, and a
