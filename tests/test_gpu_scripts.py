@@ -272,3 +272,38 @@ def test_timed_campaign_logs_its_run_and_leaves_a_status_file(tmp_path):
         assert (res / "c-status.json").exists()
     finally:
         subprocess.run(["rm", "-rf", sum_file, site, site + ".src"])
+
+
+def test_kernel_caches_save_only_what_the_host_compiled_since_its_restore(tmp_path):
+    """save-new: the files a host wrote after its restore, and nothing it was given; restoring the whole save and
+    then the new files gives a third host both (the fourteenth session's H200 compiled about 100 MB on top of its
+    restored caches, and lost them with the host)."""
+    caches = os.path.join(ROOT, "gpu", "caches.sh")
+    warm, host, third = tmp_path / "warm", tmp_path / "host", tmp_path / "third"
+    base, new = tmp_path / "base", tmp_path / "new"
+    (warm / ".triton" / "cache" / "ab").mkdir(parents=True)
+    (warm / ".triton" / "cache" / "ab" / "old.cubin").write_bytes(b"old")
+    (warm / ".cache" / "flashinfer").mkdir(parents=True)
+
+    def run(mode, home, *dirs):
+        r = subprocess.run(["bash", caches, mode, *map(str, dirs)], env={**os.environ, "HOME": str(home)}, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    run("save", warm, base)
+    host.mkdir()
+    nothing = subprocess.run(["bash", caches, "save-new", str(new)], env={**os.environ, "HOME": str(host)}, capture_output=True, text=True)
+    assert nothing.returncode == 2 and "nothing was restored" in nothing.stderr
+    run("restore", host, base)
+    (host / ".triton" / "cache" / "cd").mkdir(parents=True)
+    (host / ".triton" / "cache" / "cd" / "jit.cubin").write_bytes(b"compiled here")
+    (host / ".cache" / "flashinfer" / "m.so").write_bytes(b"fi jit")
+    run("save-new", host, new)
+    listed = subprocess.run(f"cat {new}/tri.tgz.part-* | tar -tzf -; cat {new}/fi.tgz.part-* | tar -tzf -", shell=True,
+                            capture_output=True, text=True).stdout.split()
+    assert sorted(listed) == ["cache/cd/jit.cubin", "flashinfer/m.so"]  # not the restored old.cubin
+    third.mkdir()
+    run("restore", third, base, new)
+    assert (third / ".triton" / "cache" / "ab" / "old.cubin").read_bytes() == b"old"
+    assert (third / ".triton" / "cache" / "cd" / "jit.cubin").read_bytes() == b"compiled here"
+    assert (third / ".cache" / "flashinfer" / "m.so").read_bytes() == b"fi jit"
