@@ -156,6 +156,14 @@ def _mismatches(case: Case, trace: Trace, tol: Tolerance):
         yield (fidx, fr, idx, r), compare_requests(ref, result, pair_tol), ref, result, prompt  # type: ignore[arg-type]
 
 
+NOISE = "noise: "  # the evidence line of a pair a control showed to be noise; its text after the last "; " says which
+
+
+def noise_reasons(verdict: Verdict) -> set[str]:
+    """Why a verdict set pairs aside as noise ("float32 control agrees", ...), from its evidence lines."""
+    return {e.rsplit("; ", 1)[-1] for e in verdict.evidence if e.startswith(NOISE)}
+
+
 def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = None,
                            controls: Mapping[ControlKind, Trace] | None = None) -> Verdict:
     """tol: default ``tolerance_for`` the trace's device. controls: traces of ``control_cases(case)``; a
@@ -175,7 +183,7 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
         schedule_only = symptom in SCHEDULE_ONLY
         why = _noise(case, m.kind, pair, ran, differs) if schedule_only else None
         if why:
-            noise.append(f"noise: step {fidx} req {fr} vs step {idx} req {r}: {m.reason}; {why}")
+            noise.append(f"{NOISE}step {fidx} req {fr} vs step {idx} req {r}: {m.reason}; {why}")
             continue
         cached = f"cached tokens {ref.num_cached_tokens} vs {result.num_cached_tokens}"  # type: ignore[attr-defined]
         evidence = [f"earlier: {m.a_tokens}", f"later:   {m.b_tokens}", f"why: {m.reason}", cached]

@@ -127,7 +127,7 @@ def test_float32_decides_a_schedule_only_pair_before_the_attention_only_control(
     float32 is its own control."""
     from hybridfuzz.case import Case, EngineConfig
     from hybridfuzz.model import ModelSpec
-    from hybridfuzz.oracles.consistency import check_self_consistency, control_cases
+    from hybridfuzz.oracles.consistency import check_self_consistency, control_cases, noise_reasons
     from hybridfuzz.trace import StepResult, Trace
 
     def run(later):
@@ -135,7 +135,8 @@ def test_float32_decides_a_schedule_only_pair_before_the_attention_only_control(
 
     case, drift = _repeat_case_and_trace("cpu", -0.6)  # token 10 at -0.5 vs -0.6: a drift, same tokens
     agrees, differs = run(A), drift
-    assert check_self_consistency(case, drift, controls={"float32": agrees}).status == "pass"
+    rounding = check_self_consistency(case, drift, controls={"float32": agrees})
+    assert rounding.status == "pass" and noise_reasons(rounding) == {"float32 control agrees"}  # counted in summaries
     v = check_self_consistency(case, drift, controls={"float32": differs, "attention-only": differs})
     assert v.status == "divergence" and "float32 control: differs too" in v.evidence
     flipped = run(req([20, 11], [[(20, -0.1), (10, -3.0)], [(11, -0.3)]]))  # token 20 vs 10, each in the other's top-k
@@ -145,7 +146,9 @@ def test_float32_decides_a_schedule_only_pair_before_the_attention_only_control(
     assert r.status == "divergence" and "float32 control: agrees" in r.evidence
     refused = Trace(outcome="rejected", env={"device": "cpu"}, error="float32 not supported")
     assert check_self_consistency(case, drift, controls={"float32": refused}).status == "divergence"
-    assert check_self_consistency(case, drift, controls={"float32": refused, "attention-only": differs}).status == "pass"
+    by_attention = check_self_consistency(case, drift, controls={"float32": refused, "attention-only": differs})
+    assert by_attention.status == "pass" and noise_reasons(by_attention) == {"attention-only control differs too"}
+    assert noise_reasons(check_self_consistency(case, run(A))) == set()  # nothing differed: no noise set aside
     # the control: the engine and its state cache in float32 (vLLM's dtype "auto" would run a float32 checkpoint in
     # 16 bits), the same model files, everything else as drawn
     zamba = Case(ModelSpec(architecture="zamba2", layers=("mamba", "hybrid")), case.steps,

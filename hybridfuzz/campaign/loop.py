@@ -41,6 +41,7 @@ from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
 from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
+from hybridfuzz.oracles.consistency import noise_reasons
 
 
 # Background shrinking: sessions Hypothesis draws at once before engines run them (``FuzzLoop._run_drawn_ahead``).
@@ -119,6 +120,7 @@ class Stats:
     known_avoided: int = 0  # cases left out, foreseen to stop their engine: by the outcome memory, or by an earlier case of their session
     sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
     engine_ends: Counter = field(default_factory=Counter)  # warm engines given up before their session's end, by why
+    noise_set_aside: Counter = field(default_factory=Counter)  # passing cases with pairs a control showed noise, by why
 
 
 @dataclass
@@ -316,6 +318,8 @@ class FuzzLoop:
             s.engine_starts += trace.warm_cases == 0
             s.engine_busy_s += trace.timings.get("total_s", 0.0)
             s.sleep_checks_finished += trace.engine_settings.get(SLEEP_CHECK_KEY, 0)
+        if result.verdict.status == "pass":
+            s.noise_set_aside.update(noise_reasons(result.verdict))
         if result.verdict.status == "unsupported":
             s.refusals[refusal_reason(result.trace.error if result.trace.outcome == "rejected" else
                                       (result.reference.error if result.reference is not None else None))] += 1
@@ -512,4 +516,5 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
             "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
             "refusals_predicted": s.refusals_predicted, "known_avoided": s.known_avoided,
-            "sleep_checks_finished": s.sleep_checks_finished, "engine_ends": dict(s.engine_ends.most_common()), "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}
+            "sleep_checks_finished": s.sleep_checks_finished, "engine_ends": dict(s.engine_ends.most_common()),
+            "noise_set_aside": dict(s.noise_set_aside.most_common()), "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}

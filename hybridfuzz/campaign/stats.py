@@ -48,6 +48,7 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}),
             "refusals_predicted": summary.get("refusals_predicted", 0), "known_avoided": summary.get("known_avoided", 0),
             "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "engine_ends": summary.get("engine_ends", {}),
+            "noise_set_aside": summary.get("noise_set_aside", {}),
             "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
@@ -120,7 +121,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
     steps = sum(w["steps"] for w in workers.values())
     starts = sum(w["engine_starts"] for w in workers.values())
     slots = sum(w["engine_slots"] for w in workers.values())
-    refusals, ends = _summed(workers, "refusals"), _summed(workers, "engine_ends")
+    refusals, ends, noise = _summed(workers, "refusals"), _summed(workers, "engine_ends"), _summed(workers, "noise_set_aside")
     per_min = (lambda n: round(n / (spent / 60), 1) if spent > 0 else None)
     return {
         "dir": os.path.abspath(campaign_dir), "budget_s": meta.get("budget_s"), "spent_s": round(spent, 1),
@@ -137,6 +138,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "known_avoided": sum(w["known_avoided"] for w in workers.values()),
         "sleep_checks_finished": sum(w["sleep_checks_finished"] for w in workers.values()),
         "engine_ends": dict(ends.most_common()),
+        "noise_set_aside": dict(noise.most_common()),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),

@@ -122,7 +122,8 @@ def run(args) -> int:
         f"first finding at {_seconds(s['time_to_first_finding_s'])}, first report at {_seconds(s['time_to_first_report_s'])}; "
         f"worker restarts {s['restarts']}")
     say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "
-        f"{s['engine_busy_fraction']}, warm engines given up by why: {s['engine_ends'] or 'none'}, workers waiting on sessions {s['worker_in_sessions_fraction']} and confirming "
+        f"{s['engine_busy_fraction']}, warm engines given up by why: {s['engine_ends'] or 'none'}, "
+        f"cases passed as noise by control: {s['noise_set_aside'] or 'none'}, workers waiting on sessions {s['worker_in_sessions_fraction']} and confirming "
         f"{s['worker_confirming_fraction']} of their time; refused cases by reason: {s['refusals'] or 'none'}, "
         f"{s['refusals_predicted']} more foreseen refused; {s['known_avoided']} cases left out (a known bug foreseen)")
     say(f"drawn: families {s['families']}, graphs {s['graphs']}; median session s {s['median_session_s']}, median case s {s['median_case_s']}, "

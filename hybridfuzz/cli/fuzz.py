@@ -110,7 +110,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(dataclasses.asdict(summary), indent=2))
     say(f"throughput: {summary.cases_per_min} cases/min, {summary.steps_per_min} steps/min, {summary.engine_starts_per_min} engine "
-        f"starts/min, engines busy {summary.engine_busy_fraction}, warm engines given up by why: {summary.engine_ends or 'none'}; refused by reason: {summary.refusals or 'none'}, "
+        f"starts/min, engines busy {summary.engine_busy_fraction}, warm engines given up by why: {summary.engine_ends or 'none'}; "
+        f"cases passed as noise by control: {summary.noise_set_aside or 'none'}; refused by reason: {summary.refusals or 'none'}, "
         f"{summary.refusals_predicted} more foreseen refused; {summary.known_avoided} cases left out (a known bug foreseen)")
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
         f"{summary.findings} new findings; time to first finding {_seconds(summary.time_to_first_finding_s)}; "
