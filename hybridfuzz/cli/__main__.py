@@ -1,6 +1,6 @@
 """``python -m hybridfuzz.cli``: the same as the ``hybridfuzz`` console script."""
 import sys
 
-from hybridfuzz.cli import main
+from hybridfuzz.cli import console
 
-sys.exit(main())
+sys.exit(console())
