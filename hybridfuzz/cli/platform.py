@@ -31,6 +31,8 @@ def run(args) -> int:
     for key in ("families", "kv_cache_dtypes", "declared_kv_dtypes", "attention_backends", "model_runners", "block_sizes",
                 "weight_quantizations"):
         print(f"  {key}: {', '.join(str(x) if x != '' else 'default' for x in info[key]) or '-'}")
+    for name, dtypes in p.backend_kv_dtypes.items():
+        print(f"  {name} declares KV dtypes: {', '.join(dtypes) or 'every one'}")
     for name, why in info["families_not_runnable"].items():
         print(f"  not runnable here: {name}: {why}")
     print(f"  graphs: {p.has_graphs}, sleep mode: {p.has_sleep_mode}")
