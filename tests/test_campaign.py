@@ -390,3 +390,22 @@ def test_shrink_slots_are_shared_by_processes_and_freed_when_a_holder_dies(tmp_p
     two = ShrinkSlots(d, 2)
     with two.hold() as a, two.hold() as b:
         assert {a, b} == {0, 1}
+
+
+@pytest.mark.parametrize("cwd,given,expected", [("checkout", None, ["corpus"]), ("checkout", "own", ["own"]),
+                                                ("elsewhere", None, [])])
+def test_campaign_knows_the_corpus_by_default_as_fuzz_does(tmp_path, cwd, given, expected):
+    """In a checkout a bug already in the corpus is not reported again by ``fuzz``; ``campaign`` knew nothing unless
+    told, and so met the corpus's bugs again (both take their known set from cli/options.known_dirs now)."""
+    run_in = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) if cwd == "checkout" else str(tmp_path)
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "campaign.json").write_text(json.dumps({"spent_s": 5.0}))  # budget already spent: no worker starts
+    argv = [sys.executable, "-m", "hybridfuzz.cli", "campaign", "--dir", str(d), "--budget", "1s"]
+    if given:
+        (tmp_path / given).mkdir()
+        argv += ["--known", str(tmp_path / given)]
+        expected = [str(tmp_path / given)]
+    r = subprocess.run(argv, cwd=run_in, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads((d / "campaign.json").read_text())["known"] == expected

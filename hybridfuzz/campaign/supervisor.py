@@ -132,7 +132,7 @@ class CampaignSupervisor:
         meta.update({"budget_s": self.budget_s, "runs": int(meta.get("runs", 0)) + 1, "engine": self.engine,
                      "seed": self.seed, "workers": self.workers, "engines_per_worker": self.settings.engines,
                      "database": ("redis+dir " + redis_url) if redis_url else "dir",
-                     "spent_s": spent0})
+                     "known": list(self.settings.known_dirs), "spent_s": spent0})
         meta.setdefault("started", time.time())
         self._save_meta(meta)
         left = self.budget_s - spent0

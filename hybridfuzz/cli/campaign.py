@@ -3,6 +3,7 @@ and one findings directory; resumable (run it again with the same --dir). On a t
 status is a live per-worker table (rich); otherwise one line per tick."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -31,6 +32,7 @@ def add_worker_options(p) -> None:
 
 
 def settings_of(args):
+    """The settings as given; a worker gets its known set spelled out (``campaign`` resolves the default)."""
     from hybridfuzz.campaign.config import WorkerSettings
 
     return WorkerSettings(redis_url=args.redis, engines=args.engines, timeout_s=args.timeout, known_dirs=tuple(args.known or ()),
@@ -95,7 +97,7 @@ def run(args) -> int:
     from hybridfuzz.strategies import detect_platform
 
     options.dir_to_write("--dir", args.dir)
-    options.existing_dirs("--known", args.known)
+    known = options.known_dirs(args.known)
     if args.kv_dtypes or args.attention_backends:
         options.narrow_platform(detect_platform(), args)  # one clear line now, not a failure in every worker
     if args.redis:
@@ -106,7 +108,7 @@ def run(args) -> int:
 
     try:
         supervisor = CampaignSupervisor(args.dir, args.budget, workers=args.workers, engine=args.engine, seed=args.seed,
-                                        settings=settings_of(args), status_every_s=args.status_every, log=say)
+                                        settings=dataclasses.replace(settings_of(args), known_dirs=known), status_every_s=args.status_every, log=say)
     except RuntimeError as e:  # --engine gpu and no GPU
         raise UsageError(str(e), UNSUPPORTED) from None
     on_status, close = live_table()

@@ -69,7 +69,7 @@ def run(args) -> int:
     # signature counts as known, so a bug already in the corpus is not shrunk again.
     in_checkout = os.path.isdir("corpus")
     findings = args.findings or (os.path.join("corpus", "found") if in_checkout else os.path.join(out, "findings"))
-    known = options.existing_dirs("--known", args.known) if args.known is not None else (("corpus",) if in_checkout else ())
+    known = options.known_dirs(args.known)
     options.dir_to_write("--out", out)
     options.dir_to_write("--findings", findings)
     platform = options.narrow_platform(detect_platform(), args)

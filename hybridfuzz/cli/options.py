@@ -78,7 +78,7 @@ def add_json(p) -> None:
 
 def add_known(p) -> None:
     p.add_argument("--known", action="append", metavar="DIR",
-                   help="directory of cases whose signatures are already known (repeatable)")
+                   help="directory of cases whose signatures are already known (repeatable; default in a checkout: ./corpus)")
 
 
 def add_case_limits(p) -> None:
@@ -129,6 +129,15 @@ def narrow_platform(platform, args):
 
 
 # ---------------------------------------------------------------- paths
+
+def known_dirs(known: list[str] | None) -> tuple[str, ...]:
+    """``--known`` as given (each must be a directory); without it, in a checkout (./corpus exists), the whole
+    corpus: a bug already filed is neither reported nor shrunk again, and the outcome memory learns its stops
+    like any other. ``fuzz`` and ``campaign`` both take their known set from here."""
+    if known is not None:
+        return existing_dirs("--known", known)
+    return ("corpus",) if os.path.isdir("corpus") else ()
+
 
 def existing_dirs(option: str, paths: list[str] | None) -> tuple[str, ...]:
     for p in paths or ():
