@@ -83,10 +83,10 @@ def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends:
             raise ValueError(f"--kv-dtypes: {', '.join(refused)} not declared by --attention-backends "
                              f"{', '.join(narrowed.attention_backends)} (they declare: {', '.join(takes)})")
     if eager_only:
-        changes["has_graphs"] = False
-    elif torch_compile and platform.has_graphs:
-        changes["compiled_graphs"] = True
-    return replace(platform, **changes) if changes else platform
+        return replace(narrowed, has_graphs=False)
+    if torch_compile and platform.has_graphs:
+        return replace(narrowed, compiled_graphs=True)
+    return narrowed
 
 
 CPU_BACKENDS = ("CPU_ATTN",)
