@@ -433,8 +433,9 @@ class FuzzLoop:
         simplest extension of a short random prefix, which here is the auto KV cache, one layer and no sleep
         mode. A GPU worker runs only about 9 sessions in 10 minutes, so before this change all of them fell in
         that phase: 73 of 102 sessions drew the auto KV cache in the H200 campaign of 2026-12-01 (7 % when
-        drawn at full length). Drawing is cheap (tens of ms a session), so that phase is now a tenth of each
-        batch.
+        drawn at full length). So that phase is now a tenth of each batch. Drawing is not free: 26 s for a batch of
+        100 sessions of 24 cases and 12 steps on a 2-core CPU (2026-12-02, results/cpu-2026-12-02-s15/), about
+        11 ms a case.
         """
         drawn = draw_ahead(strategy, run_seed, DRAW_AHEAD)
         for session in drawn:
