@@ -66,3 +66,24 @@ def test_bench_at_once_bad_count_is_exit_2_with_one_line(value):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hybridfuzz:")]
     assert len(lines) == 1 and lines[0].startswith("hybridfuzz: --at-once:") and repr(value) in lines[0], r.stderr
     assert r.stdout == ""
+
+
+@pytest.mark.engine
+def test_the_fork_server_starts_while_its_caller_works():
+    """Entering the host only launches the server: its start (importing torch and vLLM) overlaps what the caller
+    does meanwhile, such as a GPU worker drawing its first 100 sessions (26 s on a 2-core CPU); ``start`` then
+    waits only for what is left, and a case runs as before."""
+    import time
+
+    host = ForkServer(workers=1, timeout=120, warm=False)
+    t0 = time.perf_counter()
+    with host:
+        entered = time.perf_counter() - t0
+        time.sleep(6)  # the caller's own work
+        t1 = time.perf_counter()
+        host.start()
+        waited = time.perf_counter() - t1
+        trace = host.run(Case(model=ModelSpec(layers=[LINEAR]), engine=EngineConfig(), steps=[Generate(prompts=[[1, 2, 3]], max_tokens=2)]))
+    assert entered < 2, entered
+    assert host.start_seconds > 6 and waited < host.start_seconds - 5, (host.start_seconds, waited)
+    assert trace.outcome == "ok", trace.error
