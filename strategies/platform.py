@@ -30,8 +30,8 @@ class Platform:
     # Model families (hybridfuzz.model.FAMILIES) this vLLM can load and run here; the first is the default.
     families: tuple[str, ...] = ("qwen3_next",)
     extra: dict = field(default_factory=dict)
-    # The KV dtypes each attention backend declares (vLLM's ``supported_kv_cache_dtypes``; empty: every one). vLLM
-    # refuses a named backend with any other at start-up ("kv_cache_dtype not supported"): 18 of the 22 refused
+    # The KV dtypes each attention backend takes here (``backend_declarations``: vLLM's ``supports_kv_cache_dtype``
+    # over its declared list, where an empty list means every dtype). vLLM refuses a named backend with any other at start-up ("kv_cache_dtype not supported"): 18 of the 22 refused
     # sessions of the H200 campaign on vLLM 0.32.0, each an engine start that taught nothing
     # (results/gpu-h200-2026-12-01-s14/). A backend missing here (its declaration unreadable) takes every dtype.
     backend_kv_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -39,8 +39,8 @@ class Platform:
     def takes(self, backend: str | None, kv_cache_dtype: str) -> bool:
         """Whether a case may name ``backend`` (None: vLLM picks one) with ``kv_cache_dtype``: the rule of vLLM's
         ``AttentionBackend.supports_kv_cache_dtype`` over the declarations read here."""
-        declared = self.backend_kv_dtypes.get(backend, ()) if backend else ()
-        return not declared or kv_cache_dtype in declared
+        declared = self.backend_kv_dtypes.get(backend) if backend else None
+        return declared is None or kv_cache_dtype in declared
 
     def backend_choices(self) -> tuple[str | None, ...]:
         """The attention backends a case may name, simplest first: None (vLLM picks) then each offered one; only

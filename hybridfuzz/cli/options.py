@@ -130,13 +130,18 @@ def narrow_platform(platform, args):
 
 # ---------------------------------------------------------------- paths
 
+def in_checkout() -> bool:
+    """Run from a hybridfuzz checkout (./corpus exists): findings go to corpus/found and the corpus is known."""
+    return os.path.isdir("corpus")
+
+
 def known_dirs(known: list[str] | None) -> tuple[str, ...]:
     """``--known`` as given (each must be a directory); without it, in a checkout (./corpus exists), the whole
     corpus: a bug already filed is neither reported nor shrunk again, and the outcome memory learns its stops
     like any other. ``fuzz`` and ``campaign`` both take their known set from here."""
     if known is not None:
         return existing_dirs("--known", known)
-    return ("corpus",) if os.path.isdir("corpus") else ()
+    return ("corpus",) if in_checkout() else ()
 
 
 def existing_dirs(option: str, paths: list[str] | None) -> tuple[str, ...]:
