@@ -1,6 +1,6 @@
 """Background-shrinking loops (the GPU default) run sessions Hypothesis drew ahead (campaign/loop.py draw_ahead)."""
 from hybridfuzz import sleepwake
-from hybridfuzz.campaign.loop import DRAW_AHEAD, draw_ahead
+from hybridfuzz.campaign.loop import DRAW_AHEAD, draw_ahead, draw_ahead_sessions
 from hybridfuzz.strategies.case import sessions
 from hybridfuzz.strategies.platform import Platform
 
@@ -29,3 +29,12 @@ def test_a_drawn_ahead_batch_is_not_the_simplest_sessions_over_and_over():
 def test_draw_ahead_is_reproducible_per_seed():
     strategy = sessions(H200_026, 4, 4, 2, sleepwake.OFFLINE)
     assert draw_ahead(strategy, seed=3, n=20) == draw_ahead(strategy, seed=3, n=20)
+
+
+def test_a_batch_of_longer_sessions_holds_no_more_cases():
+    """Drawing costs about 11 ms a case, before a worker's first engine runs: 48-case sessions (the GPU default) come
+    50 to a batch, the 2400 cases of 100 sessions of 24; single-case sessions still 100, and never fewer than 20."""
+    assert draw_ahead_sessions(24) == DRAW_AHEAD == 100
+    assert draw_ahead_sessions(48) == 50
+    assert draw_ahead_sessions(1) == 100
+    assert draw_ahead_sessions(1000) == 20

@@ -7,6 +7,13 @@ from typing import Literal
 
 Shrink = Literal["inline", "background"]
 
+# Cases per engine start on a GPU. 48, not 24: in the 0.32.0 H200 campaign of 2026-12-01 (results/gpu-h200-
+# 2026-12-01-s14/c32, 24 a session) the sessions' first engine starts took 2783 of their 6121 s and each case
+# 2.5 s after it; halving the starts per case makes a case cost 4.5 s of a worker's session time instead of 5.9
+# (results/cpu-2026-12-02-s16/session-length.py). The price: about half as many engine configurations (model,
+# KV dtype, backend, graphs) a minute, each tried with twice as many step scripts.
+GPU_CASES_PER_ENGINE = 48
+
 
 @dataclass(frozen=True)
 class EngineUse:
@@ -15,10 +22,10 @@ class EngineUse:
 
     0 / "" mean "the default for the device": on a GPU, engine starts are the scarce resource
     (CPU-bound, about 70-85 a minute on 16 cores, issue #12) and a case on a warm engine is cheap (a
-    median 0.26 s of steps against a median 17 s start-up, H200 campaign of 2026-12-01), so up to 24
-    cases share one warm engine, scripts run up to 12 steps (deeper sleep/wake sequences: see
-    strategies/steps.py), and findings shrink in the background on spare engines; on CPU, a fresh
-    engine per case, 6 steps, and Hypothesis's own shrinking (the path the fault-detection tests measure).
+    median 0.26 s of steps against a median 17 s start-up, H200 campaign of 2026-12-01), so up to
+    GPU_CASES_PER_ENGINE cases share one warm engine, scripts run up to 12 steps (deeper sleep/wake
+    sequences: see strategies/steps.py), and findings shrink in the background on spare engines; on CPU, a
+    fresh engine per case, 6 steps, and Hypothesis's own shrinking (the path the fault-detection tests measure).
     """
 
     cases_per_engine: int = 0
@@ -29,7 +36,7 @@ class EngineUse:
     def resolved(self, device: str, persistent: bool = True) -> "EngineUse":
         """``persistent``: whether the host keeps an engine warm across cases (hosts.PERSISTENT)."""
         gpu = device != "cpu"
-        return EngineUse(self.cases_per_engine or (24 if gpu and persistent else 1), self.shrink or ("background" if gpu else "inline"),
+        return EngineUse(self.cases_per_engine or (GPU_CASES_PER_ENGINE if gpu and persistent else 1), self.shrink or ("background" if gpu else "inline"),
                          self.shrink_parallel or (3 if gpu else 1), self.max_steps or (12 if gpu else 6))
 
     def argv(self) -> list[str]:

@@ -44,9 +44,17 @@ from hybridfuzz.findings import case_size, known_signatures, observation, replay
 from hybridfuzz.oracles.consistency import noise_reasons
 
 
-# Background shrinking: sessions Hypothesis draws at once before engines run them (``FuzzLoop._run_drawn_ahead``).
+# Background shrinking: sessions Hypothesis draws at once before engines run them (``FuzzLoop._run_drawn_ahead``),
+# at most DRAW_AHEAD and at most DRAW_AHEAD_CASES cases in all (drawing costs about 11 ms a case, see there).
 DRAW_AHEAD = 100
+DRAW_AHEAD_CASES = 2400
 PACE_SESSIONS = 20  # a worker's recent sessions that say what the next one will cost (SessionPace)
+
+
+def draw_ahead_sessions(cases_per_session: int) -> int:
+    """How many sessions a batch holds: 100 of up to 24 cases, fewer of longer ones (48 cases: 50), never under 20,
+    so that a long session does not make a worker's first batch (drawn before its first engine runs) cost more."""
+    return max(20, min(DRAW_AHEAD, DRAW_AHEAD_CASES // max(1, cases_per_session)))
 
 
 def draw_ahead(strategy, seed: int, n: int) -> list:
@@ -441,7 +449,7 @@ class FuzzLoop:
         11 ms a case. The fork server starts meanwhile (ForkServer.launch): on that CPU, with a test suite running
         beside it, the server ready and 100 sessions drawn after 45 s instead of 65 s one after the other.
         """
-        drawn = draw_ahead(strategy, run_seed, DRAW_AHEAD)
+        drawn = draw_ahead(strategy, run_seed, draw_ahead_sessions(self.cfg.cases_per_engine))
         for session in drawn:
             self.body(session)
 
