@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,17 @@ class Platform:
         ``AttentionBackend.supports_kv_cache_dtype`` over the declarations read here."""
         declared = self.backend_kv_dtypes.get(backend) if backend else None
         return declared is None or kv_cache_dtype in declared
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Platform":
+        """The inverse of ``to_json``: JSON's lists become the tuples they were."""
+        raw = json.loads(text)
+        tupled = {f.name: tuple(raw[f.name]) for f in fields(cls) if isinstance(raw.get(f.name), list)}
+        declared = {k: tuple(v) for k, v in raw.get("backend_kv_dtypes", {}).items()}
+        return cls(**{**raw, **tupled, "backend_kv_dtypes": declared})
 
     def backend_choices(self) -> tuple[str | None, ...]:
         """The attention backends a case may name, simplest first: None (vLLM picks) then each offered one; only

@@ -340,6 +340,24 @@ def test_every_worker_starts_at_once_and_events_say_each_models_memory(tmp_path)
     assert len(starts) == 2 and abs(starts[0] - starts[1]) < 20, (starts, said)
     assert {e.memory for e in iter_events(str(tmp_path))} <= {"short", "long"}
     assert summary["cases"] > 0 and sum(summary["memory"].values()) == summary["cases"]
+    # the platform was detected once, by the supervisor, and both workers ran on it (no vLLM import of their own)
+    platform_file = str(tmp_path / "platform.json")
+    for w in ("0", "1"):
+        assert f"platform from {platform_file}" in (tmp_path / "workers" / w / "worker.log").read_text()
+
+
+def test_a_platform_survives_its_file_and_a_worker_loads_it(tmp_path):
+    """The supervisor writes the platform it detected as JSON; a worker reads it back equal (tuples, the backends'
+    KV dtypes), so narrowing and ``takes`` behave as on the detected one."""
+    from hybridfuzz.campaign.worker import load_platform
+    from hybridfuzz.strategies import detect_platform
+
+    detected = detect_platform()
+    path = tmp_path / "platform.json"
+    path.write_text(detected.to_json())
+    loaded = load_platform(str(path))
+    assert loaded == detected
+    assert all(isinstance(v, tuple) for v in loaded.backend_kv_dtypes.values())
 
 
 @pytest.mark.engine

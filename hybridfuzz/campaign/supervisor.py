@@ -38,8 +38,10 @@ class CampaignSupervisor:
     def __init__(self, campaign_dir: str, budget_s: float, workers: int = 0, engine: Engine = "cpu", seed: int = 0,
                  settings: WorkerSettings | None = None, status_every_s: float = 30.0,
                  log: Callable[[str], None] = print, on_status: Callable[[dict, dict[str, str]], None] | None = None,
-                 restart_limit: int = 20):
+                 restart_limit: int = 20, platform=None):
         self.dir = campaign_dir
+        self.platform = platform  # detected already (by the command, to check narrowing flags); else run() detects it
+        self.platform_file: str | None = None
         self.engine = engine
         gpus = gpu_count() if engine == "gpu" else 0
         if engine == "gpu" and not gpus:
@@ -74,8 +76,24 @@ class CampaignSupervisor:
         self._stopping = False
 
     def _worker_cmd(self, i: int, until: float) -> list[str]:
-        return [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker", "--dir", self.dir, "--index", str(i),
-                "--until", repr(until), "--seed", str(self.seed * 100 + i), *self.settings.argv()]
+        cmd = [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker", "--dir", self.dir, "--index", str(i),
+               "--until", repr(until), "--seed", str(self.seed * 100 + i), *self.settings.argv()]
+        return cmd + (["--platform-file", self.platform_file] if self.platform_file else [])
+
+    def _detect_platform(self) -> str | None:
+        """Detect the platform once for all workers (DIR/platform.json): each worker detecting its own imported vLLM
+        twelve times at once on a 16-core GPU host, beside twelve fork servers importing it too. None, with one
+        line said, when detection fails here: each worker then detects its own and reports what went wrong."""
+        from hybridfuzz.strategies import detect_platform
+
+        path = os.path.join(self.dir, "platform.json")
+        try:
+            platform = self.platform or detect_platform()
+        except Exception as e:  # a broken vLLM install: the workers meet it too, each in its own log
+            self.log(f"campaign {self.dir}: platform not detected here ({type(e).__name__}: {e}); each worker detects its own")
+            return None
+        write_atomic(path, platform.to_json())
+        return path
 
     def _start(self, i: int, until: float) -> None:
         env = dict(os.environ)
@@ -142,6 +160,7 @@ class CampaignSupervisor:
         t0 = time.time()
         until = t0 + left
         old = {s: signal.signal(s, self.stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        self.platform_file = self._detect_platform()  # within the budget: it is the campaign's own time
         if self.plan is not None:
             self.log(f"campaign {self.dir}: {self.plan.describe()}")
         self.log(f"campaign {self.dir}: {self.workers} workers x {self.settings.engines} engines ({self.engine}), "

@@ -42,11 +42,26 @@ def worker_name(campaign_dir: str, index: int) -> str:
     return f"{HOST}/{tag}/w{index}"
 
 
-def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings: WorkerSettings) -> int:
-    """One FuzzLoop until ``until`` (epoch seconds) or SIGTERM; its own out dir, the campaign's shared state."""
+def load_platform(platform_file: str | None):
+    """The platform the supervisor detected once for all workers, else this worker's own detection."""
+    if platform_file:
+        from hybridfuzz.strategies.platform import Platform
+
+        with open(platform_file) as f:
+            return Platform.from_json(f.read())
+    from hybridfuzz.strategies import detect_platform
+
+    return detect_platform()
+
+
+def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings: WorkerSettings, platform_file: str | None = None) -> int:
+    """One FuzzLoop until ``until`` (epoch seconds) or SIGTERM; its own out dir, the campaign's shared state.
+
+    Its fork server is launched first, so that the server's import of torch and vLLM overlaps whatever the worker
+    does before its first session: on the H200 of 2026-12-02 (results/gpu-h200-2026-12-02-s16/) twelve workers, each
+    importing vLLM to detect the platform before launching its server, took 63-81 s to get that far."""
     from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
     from hybridfuzz.hosts import make_host
-    from hybridfuzz.strategies import detect_platform
 
     out = os.path.join(campaign_dir, "workers", str(index))
     findings = os.path.join(campaign_dir, "findings")
@@ -105,14 +120,15 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    platform = settings.narrowing.apply(detect_platform())
-    print(f"worker {name}: pid {os.getpid()}, engine {platform.device}, {until - time.time():.0f}s left, seed {seed}", flush=True)
     write_state()
     thread = threading.Thread(target=beat, daemon=True)
     thread.start()
-    use = settings.use.resolved(platform.device)
     try:
         with make_host("forkserver", workers=settings.engines, timeout=settings.timeout_s) as host:
+            platform = settings.narrowing.apply(load_platform(platform_file))
+            print(f"worker {name}: pid {os.getpid()}, engine {platform.device}, {until - time.time():.0f}s left, seed {seed}, "
+                  f"platform {'from ' + platform_file if platform_file else 'detected here'}", flush=True)
+            use = settings.use.resolved(platform.device)
             cfg = FuzzConfig(cases_per_engine=use.cases_per_engine, shrink=use.shrink, shrink_parallel=use.shrink_parallel,
                              engine_slots=settings.engines, budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,
                              timeout_s=settings.timeout_s, known_dirs=settings.known_dirs, database=database,

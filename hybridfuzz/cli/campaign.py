@@ -98,8 +98,10 @@ def run(args) -> int:
 
     options.dir_to_write("--dir", args.dir)
     known = options.known_dirs(args.known)
+    platform = None
     if args.kv_dtypes or args.attention_backends:
-        options.narrow_platform(detect_platform(), args)  # one clear line now, not a failure in every worker
+        platform = detect_platform()
+        options.narrow_platform(platform, args)  # one clear line now, not a failure in every worker
     if args.redis:
         check_redis(args.redis)
 
@@ -108,7 +110,8 @@ def run(args) -> int:
 
     try:
         supervisor = CampaignSupervisor(args.dir, args.budget, workers=args.workers, engine=args.engine, seed=args.seed,
-                                        settings=dataclasses.replace(settings_of(args), known_dirs=known), status_every_s=args.status_every, log=say)
+                                        settings=dataclasses.replace(settings_of(args), known_dirs=known), status_every_s=args.status_every, log=say,
+                                        platform=platform)
     except RuntimeError as e:  # --engine gpu and no GPU
         raise UsageError(str(e), UNSUPPORTED) from None
     on_status, close = live_table()

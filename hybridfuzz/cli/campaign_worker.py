@@ -13,9 +13,10 @@ def add_arguments(p) -> None:
     p.add_argument("--index", type=int, required=True)
     p.add_argument("--until", type=float, required=True, help="stop at this time (seconds since the epoch)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--platform-file", help="the platform the supervisor detected (campaign/supervisor.py); without it the worker detects its own")
 
 
 def run(args) -> int:
     from hybridfuzz.campaign.worker import run_worker
 
-    return run_worker(args.dir, args.index, args.until, args.seed, settings_of(args))
+    return run_worker(args.dir, args.index, args.until, args.seed, settings_of(args), args.platform_file)
