@@ -181,13 +181,13 @@ def history_case(cases: list[Case], traces: list[Trace], upto: int) -> Case:
                         f"the history of a warm engine: {upto + 1} cases run one after another")
 
 
-def evaluate(case: Case, host, timeout: float | None = None) -> Result:
-    """Run the case (and its reference, concurrently where the host allows) and judge."""
+def evaluate(case: Case, host, timeout: float | None = None, alone: bool = False) -> Result:
+    """Run the case (and its reference, concurrently where the host allows, unless ``alone``) and judge."""
     if case.kind == "component":
         from hybridfuzz.components import run_component
 
         return Result(run_component(case), Trace(outcome="ok"))
-    return evaluate_sessions([[case]], host, timeout, cache=None)[0][0]
+    return evaluate_sessions([[case]], host, timeout, cache=None, alone=alone)[0][0]
 
 
 def interfered(result: Result) -> bool:
@@ -197,13 +197,14 @@ def interfered(result: Result) -> bool:
     return any(t is not None and t.outcome == "rejected" and shortage(t.error) for t in (result.trace, result.reference))
 
 
-def replay(case: Case, host, timeout: float | None = None, tries: int = 3) -> Result:
+def replay(case: Case, host, timeout: float | None = None, tries: int = 3, alone: bool = False) -> Result:
     """``evaluate`` on a fresh engine, again (up to ``tries`` runs) while our harness interfered: a finding's replay
     beside a campaign's other engines can meet vLLM's device-wide sleep memory check, and a replay that did not
-    run the case says nothing about it (the fp8 wake-up crash was set aside as flaky so, 2026-12-01)."""
-    result = evaluate(case, host, timeout)
+    run the case says nothing about it (the fp8 wake-up crash was set aside as flaky so, 2026-12-01). ``alone``:
+    without the reference run, for a finding the case's own run decides (oracles/health.py decided_alone)."""
+    result = evaluate(case, host, timeout, alone)
     for _ in range(tries - 1):
         if not interfered(result):
             break
-        result = evaluate(case, host, timeout)
+        result = evaluate(case, host, timeout, alone)
     return result

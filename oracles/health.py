@@ -35,10 +35,19 @@ def _nonfinite_where(case: Case | None) -> str:
 CASE_LABEL = "case"  # how a health verdict of the case's own run begins; the reference's says "reference"
 
 
+# Oracles whose verdict executor.judge draws from the case's own trace (and its control runs), never the reference's.
+OWN_RUN_ORACLES = ("self_consistency", "prefix_cache")
+
+
 def decided_alone(signature: str, summary: str) -> bool:
     """Whether a finding is decided by the case's own run alone: a health finding of the case's engine, which
-    executor.judge returns before it looks at the reference run. Shrinking it needs no reference engines."""
-    return signature.startswith("health:") and summary.startswith(CASE_LABEL + " ")
+    executor.judge returns before it looks at the reference run, or a self-consistency or prefix-cache finding,
+    which compares the case's run with itself. Shrinking, confirming or replaying it needs no reference engines:
+    half the engines of a confirmation, the 12 % of worker time it took on the H200 of 2026-12-02
+    (results/gpu-h200-2026-12-02-s16/)."""
+    if signature.startswith("health:"):
+        return summary.startswith(CASE_LABEL + " ")
+    return signature.split(":", 1)[0] in OWN_RUN_ORACLES
 
 
 def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None) -> Verdict:

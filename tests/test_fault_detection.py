@@ -40,6 +40,20 @@ def test_clean_engine_passes_and_scale_fill_is_caught(host, faulty_host):
 
 
 @pytest.mark.engine
+def test_a_self_consistency_finding_replays_alone_with_the_same_signature(faulty_host):
+    """Confirming or replaying a finding that the case's own run decides (oracles/health.py decided_alone) runs no
+    reference engine, and judges it the same: the verdict never looked at the reference."""
+    from hybridfuzz.oracles.health import decided_alone
+
+    with faulty_host("scale-fill") as h:
+        full = evaluate(REPEATED, h)
+        alone = evaluate(REPEATED, h, alone=True)
+    assert full.reference is not None and alone.reference is None
+    assert full.verdict.status == "divergence" and decided_alone(full.verdict.signature, full.verdict.summary), full.verdict.one_line()
+    assert alone.verdict.signature == full.verdict.signature, (alone.verdict.one_line(), full.verdict.one_line())
+
+
+@pytest.mark.engine
 def test_fuzz_loop_finds_and_shrinks_wake_zero(tmp_path, monkeypatch):
     """A short real campaign: the wake-up fault is found, shrunk to <= 2 layers and <= 3 steps, and replays."""
     import subprocess

@@ -230,7 +230,7 @@ def test_evaluate_batch_judges_each_case_with_its_own_reference(host):
     assert runs == 1 and alone[0].signature == verdicts[0].signature
 
 
-def test_only_a_health_finding_of_the_case_itself_is_decided_alone():
+def test_a_finding_is_decided_alone_unless_the_reference_run_judges_it():
     from hybridfuzz.oracles.health import check_health
     from hybridfuzz.trace import ErrorInfo, StepResult, Trace
 
@@ -240,7 +240,10 @@ def test_only_a_health_finding_of_the_case_itself_is_decided_alone():
     assert own.signature == of_reference.signature  # the signature alone cannot tell the sides apart
     assert decided_alone(own.signature, own.summary)
     assert not decided_alone(of_reference.signature, "reference run failed too: " + of_reference.summary)
-    assert not decided_alone("self_consistency:first-request-differs:0123abcd", "case step 2 differs")
+    # a self-consistency or prefix-cache finding compares the case's run with itself (and its controls)
+    assert decided_alone("self_consistency:first-request-differs:0123abcd", "identical prompt (len 1) gave different output")
+    assert decided_alone("prefix_cache:no-hit:0123abcd", "no prefix-cache hit")
+    assert not decided_alone("reference:beyond-noise:0123abcd", "step 4 req 0 diverges from the reference (kv_cache_dtype=auto)")
 
 
 @pytest.mark.engine

@@ -104,7 +104,7 @@ class BackgroundShrinker:
         result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel * (2 if alone else 1),
                         self.timeout_s, on_smaller=keep, log=self.log, alone=alone)
         minimal = load_case_file(job.path)
-        again = replay(minimal.replace(observed=[]), host, self.timeout_s)
+        again = replay(minimal.replace(observed=[]), host, self.timeout_s, alone=alone)
         minimal, replays = replayed(minimal, again, job.signature)
         self.busy_s += time.time() - t0
         self.on_done(ShrinkOutcome(job.signature, job.path, minimal, replays, round(time.time() - t0, 1), result.runs,

@@ -42,6 +42,7 @@ from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
 from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
 from hybridfuzz.oracles.consistency import noise_reasons
+from hybridfuzz.oracles.health import decided_alone
 
 
 # Background shrinking: sessions Hypothesis draws at once before engines run them (``FuzzLoop._run_drawn_ahead``),
@@ -341,8 +342,10 @@ class FuzzLoop:
             self.stats.confirm_s += time.time() - t0
 
     def _confirm_on_fresh(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
+        warm = results[i].verdict
+        alone = decided_alone(warm.signature, warm.summary)  # no reference engine where it cannot change the verdict
         for candidate in (session[i], history_case(session, [r.trace for r in results], i)):
-            again = replay(candidate, self.host, self.cfg.timeout_s)
+            again = replay(candidate, self.host, self.cfg.timeout_s, alone=alone)
             self._count(candidate, again)
             if again.verdict.status == "divergence" and again.verdict.signature not in self.known:
                 return candidate, again
