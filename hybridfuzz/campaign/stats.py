@@ -48,7 +48,7 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "engine_slots": state.get("engine_slots", 0), "refusals": summary.get("refusals", {}),
             "refusals_predicted": summary.get("refusals_predicted", 0), "known_avoided": summary.get("known_avoided", 0),
             "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "engine_ends": summary.get("engine_ends", {}),
-            "noise_set_aside": summary.get("noise_set_aside", {}),
+            "noise_set_aside": summary.get("noise_set_aside", {}), "left_unconfirmed": summary.get("left_unconfirmed", 0),
             "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
@@ -139,6 +139,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "sleep_checks_finished": sum(w["sleep_checks_finished"] for w in workers.values()),
         "engine_ends": dict(ends.most_common()),
         "noise_set_aside": dict(noise.most_common()),
+        "left_unconfirmed": sum(w["left_unconfirmed"] for w in workers.values()),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),
