@@ -358,6 +358,13 @@ def test_a_platform_survives_its_file_and_a_worker_loads_it(tmp_path):
     loaded = load_platform(str(path))
     assert loaded == detected
     assert all(isinstance(v, tuple) for v in loaded.backend_kv_dtypes.values())
+    # a file that holds no platform: one line naming the option and the file, exit 2, no traceback
+    for text in ('{"device": "cuda"}', "[1, 2]", "device: cuda\n"):
+        path.write_text(text)
+        r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "campaign-worker", "--dir", str(tmp_path / "c"), "--index", "0",
+                            "--until", "0", "--platform-file", str(path)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (text, r.stderr[-1500:])
+        assert f"--platform-file {path}: not a platform written by campaign" in r.stderr, (text, r.stderr)
 
 
 @pytest.mark.engine

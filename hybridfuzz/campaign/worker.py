@@ -42,20 +42,23 @@ def worker_name(campaign_dir: str, index: int) -> str:
     return f"{HOST}/{tag}/w{index}"
 
 
-def load_platform(platform_file: str | None):
-    """The platform the supervisor detected once for all workers, else this worker's own detection."""
-    if platform_file:
-        from hybridfuzz.strategies.platform import Platform
+def load_platform(platform_file: str):
+    """The platform the supervisor detected once for all workers (campaign/supervisor.py); ValueError, naming the
+    file, when it holds no platform."""
+    from hybridfuzz.strategies.platform import Platform
 
-        with open(platform_file) as f:
-            return Platform.from_json(f.read())
-    from hybridfuzz.strategies import detect_platform
+    with open(platform_file) as f:
+        text = f.read()
+    try:
+        return Platform.from_json(text)
+    except (ValueError, TypeError, AttributeError) as e:  # not JSON, not an object, fields missing or unknown
+        raise ValueError(f"{platform_file}: not a platform written by campaign ({type(e).__name__}: {e})") from None
 
-    return detect_platform()
 
-
-def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings: WorkerSettings, platform_file: str | None = None) -> int:
+def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings: WorkerSettings, platform=None,
+               platform_from: str = "") -> int:
     """One FuzzLoop until ``until`` (epoch seconds) or SIGTERM; its own out dir, the campaign's shared state.
+    ``platform``: the supervisor's (read from ``platform_from``); None: detected here.
 
     Its fork server is launched first, so that the server's import of torch and vLLM overlaps whatever the worker
     does before its first session: on the H200 of 2026-12-02 (results/gpu-h200-2026-12-02-s16/) twelve workers, each
@@ -125,9 +128,13 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
     thread.start()
     try:
         with make_host("forkserver", workers=settings.engines, timeout=settings.timeout_s) as host:
-            platform = settings.narrowing.apply(load_platform(platform_file))
+            if platform is None:
+                from hybridfuzz.strategies import detect_platform
+
+                platform = detect_platform()
+            platform = settings.narrowing.apply(platform)
             print(f"worker {name}: pid {os.getpid()}, engine {platform.device}, {until - time.time():.0f}s left, seed {seed}, "
-                  f"platform {'from ' + platform_file if platform_file else 'detected here'}", flush=True)
+                  f"platform {'from ' + platform_from if platform_from else 'detected here'}", flush=True)
             use = settings.use.resolved(platform.device)
             cfg = FuzzConfig(cases_per_engine=use.cases_per_engine, shrink=use.shrink, shrink_parallel=use.shrink_parallel,
                              engine_slots=settings.engines, budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from hybridfuzz.cli.campaign import add_worker_options, settings_of
+from hybridfuzz.cli.errors import UsageError
 
 NAME = "campaign-worker"
 HELP = None  # internal
@@ -17,6 +18,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from hybridfuzz.campaign.worker import run_worker
+    from hybridfuzz.campaign.worker import load_platform, run_worker
 
-    return run_worker(args.dir, args.index, args.until, args.seed, settings_of(args), args.platform_file)
+    platform = None
+    if args.platform_file:
+        try:
+            platform = load_platform(args.platform_file)
+        except ValueError as e:
+            raise UsageError(f"--platform-file {e}") from None
+    return run_worker(args.dir, args.index, args.until, args.seed, settings_of(args), platform, args.platform_file or "")
