@@ -392,6 +392,44 @@ def test_background_shrinker_goes_on_after_a_job_that_fails(tmp_path):
     assert shrinker.pending == 0
 
 
+@pytest.mark.engine
+def test_background_shrinker_confirms_a_deferred_history_before_shrinking_it(tmp_path):
+    """A warm engine's history handed over unconfirmed (FuzzLoop._defer_history) is replayed first, on a real engine:
+    one that does not reproduce its signature is settled as not replayed after that one replay, with no shrink (the
+    replay's observation kept beside the warm one); one that does is shrunk, then replayed, as any finding is."""
+    from hybridfuzz.campaign.background import BackgroundShrinker
+    from hybridfuzz.case import Generate, Observation, dump_case, load_case_file
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.model import LINEAR, ModelSpec
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    asleep = load_case_file(os.path.join(here, "..", "corpus", "found", "wake-up-all-tags-after-partial-wake-stays-asleep-cpu.yaml"))
+    real_sig = asleep.observed[-1].signature
+    # the real bug's history, padded with a first case's generate and the prelude a warm engine ran after it
+    history = asleep.replace(steps=[Generate([[5, 6, 7]], max_tokens=2), *asleep.steps], observed=[], note="")
+    warm = Observation(vllm="0.32.0", verdict="divergence", summary="met on a warm engine", signature=real_sig)
+    real = tmp_path / "real.yaml"
+    real.write_text(dump_case(history.replace(observed=[warm])))
+    noise = tmp_path / "noise.yaml"
+    warm_noise = Observation(vllm="0.32.0", verdict="divergence", summary="met on a warm engine",
+                             signature="self_consistency:repeat-differs:00000000")
+    noise.write_text(dump_case(history.replace(model=ModelSpec(layers=(LINEAR,)), steps=[Generate([[5, 6, 7]], max_tokens=2)],
+                                               observed=[warm_noise])))
+    done = []
+    shrinker = BackgroundShrinker(lambda: make_host("forkserver", workers=2, timeout=300, warm=False), parallel=2,
+                                  budget_s=240.0, timeout_s=300, on_done=done.append)
+    shrinker.submit(warm_noise.signature, str(noise), confirm=True)
+    shrinker.submit(real_sig, str(real), confirm=True)
+    shrinker.close(time.time() + 900)
+    by_path = {o.path: o for o in done}
+    flaky = by_path[str(noise)]
+    assert not flaky.replays and flaky.engine_runs <= 2, flaky  # one replay (and its reference), no shrink
+    assert [o.verdict for o in flaky.case.observed] == ["divergence", "pass"], flaky.case.observed
+    found = by_path[str(real)]
+    assert found.replays and found.case.observed[-1].signature == real_sig, found
+    assert len(found.case.steps) < len(history.steps), found.case.steps  # shrunk: at least the padding is gone
+
+
 def test_shrink_slots_are_shared_by_processes_and_freed_when_a_holder_dies(tmp_path):
     """All workers of a host share its shrink slots (campaign/slots.py): a slot held by another process is
     not taken; past the deadline a shrink goes on without one; a killed holder frees its slot."""

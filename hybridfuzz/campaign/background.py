@@ -3,7 +3,8 @@ their own with its own engine host, while the fuzz loop goes on generating (GPU 
 
 Each finding is shrunk by the delta-debugging shrinker (``hybridfuzz.shrink``: several
 variants at once), written atomically after every improvement, then replayed once on a
-fresh engine; ``on_done`` hears whether it replayed. With ``slots``, a job waits for one of the
+fresh engine; ``on_done`` hears whether it replayed. A job to ``confirm`` (a warm engine's history that no fresh
+engine has run yet) is replayed first, and shrunk only when that replay shows its signature. With ``slots``, a job waits for one of the
 host's shrink slots (campaign/slots.py) first. ``close()`` cuts a shrink short at the
 end of the budget: what is on disk is the smallest case found so far, and it is still
 replayed before it counts.
@@ -26,6 +27,7 @@ from hybridfuzz.store import write_atomic
 class ShrinkJob:
     signature: str
     path: str
+    confirm: bool = False  # not yet seen on a fresh engine: replay it first, and shrink only what reproduces
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,12 @@ class BackgroundShrinker:
         self.busy_s = 0.0
         self.pending = 0
 
-    def submit(self, signature: str, path: str) -> None:
+    def submit(self, signature: str, path: str, confirm: bool = False) -> None:
         if not self._started:
             self._started = True
             self._thread.start()
         self.pending += 1
-        self._jobs.put(ShrinkJob(signature, path))
+        self._jobs.put(ShrinkJob(signature, path, confirm))
 
     def _work(self) -> None:
         host = self._make_host()
@@ -99,8 +101,16 @@ class BackgroundShrinker:
         def keep(smaller: Case, verdict, why: str, path=job.path, observed=observed) -> None:
             write_atomic(path, dump_case(smaller.replace(observed=observed)))
 
-        budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
         alone = bool(observed) and decided_alone(job.signature, observed[-1].summary)
+        if job.confirm:
+            first = replay(case.replace(observed=[]), host, self.timeout_s, alone=alone)
+            if first.verdict.signature != job.signature:  # not confirmed: kept, as flaky, with what the replay saw
+                unconfirmed, _ = replayed(case, first, job.signature)
+                self.busy_s += time.time() - t0
+                self.on_done(ShrinkOutcome(job.signature, job.path, unconfirmed, False, round(time.time() - t0, 1),
+                                           1 + (first.reference is not None), True))
+                return
+        budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
         result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel * (2 if alone else 1),
                         self.timeout_s, on_smaller=keep, log=self.log, alone=alone)
         minimal = load_case_file(job.path)

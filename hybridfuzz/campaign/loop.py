@@ -122,6 +122,7 @@ class Stats:
     engine_busy_s: float = 0.0  # engine seconds: start-up and steps, cases and references
     references_reused: int = 0
     warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
+    histories_deferred: int = 0  # warm histories handed to the background shrinker to confirm (FuzzLoop._defer_history)
     left_unconfirmed: int = 0  # warm divergences met after the budget ended, written open without confirming them
     sessions_s: float = 0.0  # wall time spent waiting on evaluate_sessions
     confirm_s: float = 0.0  # wall time spent confirming warm divergences on fresh engines
@@ -361,9 +362,15 @@ class FuzzLoop:
             self.stats.confirm_s += time.time() - t0
 
     def _confirm_on_fresh(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
+        """The case alone, here; then the warm engine's history: here too with inline shrinking, else handed to the
+        background shrinker unconfirmed (``_defer_history``), so that this worker goes on generating."""
         warm = results[i].verdict
         alone = decided_alone(warm.signature, warm.summary)  # no reference engine where it cannot change the verdict
-        for candidate in (session[i], history_case(session, [r.trace for r in results], i)):
+        history = history_case(session, [r.trace for r in results], i)
+        for candidate in (session[i], history):
+            if candidate is history and self.shrinker is not None:
+                self._defer_history(history, results[i], i)
+                return None
             again = replay(candidate, self.host, self.cfg.timeout_s, alone=alone)
             self._count(candidate, again)
             if again.verdict.status == "divergence" and again.verdict.signature not in self.known:
@@ -371,18 +378,29 @@ class FuzzLoop:
         self.stats.warm_only += 1
         return None
 
-    def _found(self, case: Case, result: Result) -> None:
-        """Background shrinking: claim, write, hand to the shrinker, and go on generating."""
+    def _defer_history(self, history: Case, warm: Result, i: int) -> None:
+        """A warm divergence whose case alone did not reproduce it: its history (an engine start and up to a whole
+        session of cases) is replayed by the background shrinker, which shrinks it only if it reproduces there and
+        otherwise keeps it as flaky. On the H200 of 2026-12-02 confirming took 12 % of the workers' time
+        (results/gpu-h200-2026-12-02-s16/), time in which their engines generated nothing."""
+        self.stats.histories_deferred += 1
+        self._found(history, warm, confirm=True,
+                    why=f"the history of a warm engine ({i + 1} cases), not yet confirmed on a fresh engine: the case "
+                        "alone did not reproduce it (the background shrinker replays it first)")
+
+    def _found(self, case: Case, result: Result, confirm: bool = False, why: str = "") -> None:
+        """Background shrinking: claim, write, hand to the shrinker (to ``confirm`` first: see BackgroundShrinker),
+        and go on generating."""
         sig = result.verdict.signature
         if self.cfg.claim is not None and not self.cfg.claim(sig):
             return
         self.known.add(sig)
         if self.stats.first_finding_s is None:
             self.stats.first_finding_s = time.time() - self.stats.started
-        self._write(case, result)
+        self._write(case, result, why)
         from hybridfuzz.findings import filename
 
-        self.shrinker.submit(sig, os.path.join(self.cfg.findings_dir, filename(sig)))
+        self.shrinker.submit(sig, os.path.join(self.cfg.findings_dir, filename(sig)), confirm)
 
     def _shrunk(self, outcome) -> None:
         """The background shrinker finished one finding (called from its thread)."""
@@ -549,6 +567,7 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "steps_per_min": round(s.steps / minutes, 1), "engine_starts_per_min": round(s.engine_starts / minutes, 1),
             "engine_busy_fraction": round(min(1.0, s.engine_busy_s / max(elapsed_s * max(engine_slots, 1), 1e-9)), 3),
             "engine_busy_s": round(s.engine_busy_s, 1), "references_reused": s.references_reused, "warm_only": s.warm_only,
+            "histories_deferred": s.histories_deferred,
             "left_unconfirmed": s.left_unconfirmed,
             "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
             "refusals_predicted": s.refusals_predicted, "known_avoided": s.known_avoided,

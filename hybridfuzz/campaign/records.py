@@ -160,6 +160,7 @@ class RunSummary:
     references_reused: int = 0
     warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
     left_unconfirmed: int = 0  # warm divergences met after the budget ended, written open without confirming them
+    histories_deferred: int = 0  # warm histories the background shrinker was given to confirm, for the worker to go on
     # Where the loop's wall time went: waiting on sessions (engines), confirming warm divergences on fresh
     # engines, and the rest (drawing examples, building models, judging, the shrink tail).
     sessions_s: float = 0.0

@@ -49,7 +49,7 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "refusals_predicted": summary.get("refusals_predicted", 0), "known_avoided": summary.get("known_avoided", 0),
             "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "engine_ends": summary.get("engine_ends", {}),
             "noise_set_aside": summary.get("noise_set_aside", {}), "left_unconfirmed": summary.get("left_unconfirmed", 0),
-            "busy_s": round(busy, 1), "starts": starts,
+            "histories_deferred": summary.get("histories_deferred", 0), "busy_s": round(busy, 1), "starts": starts,
             "last_phase": phase, "state": state}
 
 
@@ -140,6 +140,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "engine_ends": dict(ends.most_common()),
         "noise_set_aside": dict(noise.most_common()),
         "left_unconfirmed": sum(w["left_unconfirmed"] for w in workers.values()),
+        "histories_deferred": sum(w["histories_deferred"] for w in workers.values()),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),

@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_environment() -> None:
+    """Variables the engines read later, checked before any work starts (one line naming the variable)."""
+    from hybridfuzz.engines import cuda_sync
+
+    try:
+        cuda_sync.chosen()
+    except ValueError as e:
+        raise errors.UsageError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     from hybridfuzz import _guard
 
@@ -106,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
         except SystemExit as e:  # --help and --version print and exit 0
             return int(e.code or 0)
+        check_environment()
         return args.run(args)
     except BaseException as e:  # noqa: BLE001  (every failure ends as one line and a documented code)
         if isinstance(e, SystemExit):

@@ -129,7 +129,8 @@ def run(args) -> int:
     say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "
         f"{s['engine_busy_fraction']}, warm engines given up by why: {s['engine_ends'] or 'none'}, "
         f"cases passed as noise by control: {s['noise_set_aside'] or 'none'}, workers waiting on sessions {s['worker_in_sessions_fraction']} and confirming "
-        f"{s['worker_confirming_fraction']} of their time ({s['left_unconfirmed']} warm divergences after the budget left open, unconfirmed); refused cases by reason: {s['refusals'] or 'none'}, "
+        f"{s['worker_confirming_fraction']} of their time ({s['histories_deferred']} warm histories handed to the background "
+        f"shrinker to confirm, {s['left_unconfirmed']} warm divergences after the budget left open, unconfirmed); refused cases by reason: {s['refusals'] or 'none'}, "
         f"{s['refusals_predicted']} more foreseen refused; {s['known_avoided']} cases left out (a known bug foreseen)")
     say(f"drawn: families {s['families']}, graphs {s['graphs']}; median session s {s['median_session_s']}, median case s {s['median_case_s']}, "
         f"median engine start-up {_seconds(s['median_startup_s'])}, seconds in steps {s['steps_s_total']}")

@@ -168,6 +168,12 @@ def _startup(case: Case, trace: Trace):
     t0 = time.perf_counter()
     dropped: list[str] = []
     try:
+        if device_kind() == "cuda":  # before this process's first CUDA context (engines/cuda_sync.py)
+            from hybridfuzz.engines import cuda_sync
+
+            schedule = cuda_sync.apply()
+            if schedule is not None:
+                trace.engine_settings[cuda_sync.SETTINGS_KEY] = schedule
         trace.env = environment()
         model_dir = str(build_model(case.model))
         from vllm import LLM

@@ -1,0 +1,67 @@
+"""How an engine process waits for its GPU: asleep, not spinning on a core.
+
+CUDA's default (``auto``) spins a CPU core while a process waits for the GPU whenever the process has fewer
+contexts than the machine has cores, which is always so for one engine a process. A GPU campaign runs 24 and
+more tiny engines on one GPU, whose kernels the GPU time-slices between the processes, so each waits long
+and every waiting one spins: the H200 host of 2026-12-02 (16 cores, results/gpu-h200-2026-12-02-s16/
+sampler.txt) ran at a load of 40-74 with the GPU idle half the time, and engine start-ups that take 5-6 s
+alone took a median 34 s. ``block`` (CU_CTX_SCHED_BLOCKING_SYNC) makes a waiting engine sleep until the GPU
+is done instead. The schedule changes when a process runs, never what a kernel computes.
+
+The flag is set on each GPU's primary context (the one torch uses) through the driver API, before torch
+creates it: first thing in an engine process. ``HYBRIDFUZZ_CUDA_SYNC`` chooses (``block`` by default;
+``spin``, ``yield`` or ``auto`` for CUDA's own heuristic) so the two can be measured against each other.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Literal, get_args
+
+Schedule = Literal["block", "yield", "spin", "auto"]
+ENV = "HYBRIDFUZZ_CUDA_SYNC"
+DEFAULT: Schedule = "block"
+# CUctx_flags: CU_CTX_SCHED_AUTO, _SPIN, _YIELD, _BLOCKING_SYNC
+FLAGS: dict[Schedule, int] = {"auto": 0x0, "spin": 0x1, "yield": 0x2, "block": 0x4}
+SETTINGS_KEY = "cuda_sync"  # Trace.engine_settings key: the schedule the engine's contexts got
+
+_applied: Schedule | None = None
+
+
+def chosen(environ=os.environ) -> Schedule:
+    """The schedule ``HYBRIDFUZZ_CUDA_SYNC`` asks for; ValueError naming the variable for any other value."""
+    value = environ.get(ENV, "").strip().lower() or DEFAULT
+    if value not in FLAGS:
+        raise ValueError(f"{ENV}: unknown schedule {value!r} (one of: {', '.join(get_args(Schedule))})")
+    return value  # type: ignore[return-value]
+
+
+def apply(schedule: Schedule | None = None) -> Schedule | None:
+    """Give every visible GPU's primary context ``schedule`` (default: ``chosen()``); once a process.
+
+    Returns the schedule set, or None where there is no NVIDIA driver (the CPU engine) or it refused. Must run
+    before the process's first CUDA call that creates a context; never in a process that forks engines later
+    (cuInit before fork breaks the children)."""
+    global _applied
+    if _applied is not None:
+        return _applied
+    schedule = schedule or chosen()
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    if cuda.cuInit(0) != 0:
+        return None
+    # _v2 (CUDA 11+) may change the flags of an active context too; the first version only of an inactive one
+    set_flags = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None) or cuda.cuDevicePrimaryCtxSetFlags
+    count = ctypes.c_int(0)
+    if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return None
+    for ordinal in range(count.value):
+        device = ctypes.c_int(0)
+        if cuda.cuDeviceGet(ctypes.byref(device), ordinal) != 0:
+            return None
+        if set_flags(device, FLAGS[schedule]) != 0:
+            return None
+    _applied = schedule
+    return schedule
