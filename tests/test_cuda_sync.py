@@ -77,3 +77,22 @@ def test_an_unknown_schedule_is_one_line_naming_the_variable():
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
         "hybridfuzz: HYBRIDFUZZ_CUDA_SYNC: unknown schedule 'fast' (one of: block, yield, spin, auto)"]
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("kind", ["forkserver", "subprocess"])
+def test_engines_of_every_offline_host_keep_triton_autotuning_results(host, kind):
+    """Each engine process runs with Triton's autotune cache on (engines/base.py BASE_ENV), and its Trace says so: on a
+    GPU a fresh engine per session would otherwise benchmark every config of every FLA and Mamba kernel again."""
+    from hybridfuzz.case import Case, Generate
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.model import FULL, LINEAR, ModelSpec
+
+    case = Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([[5, 6, 7]], max_tokens=2)])
+    if kind == "forkserver":
+        trace = host.run(case)
+    else:
+        with make_host(kind, timeout=300) as h:
+            trace = h.run(case)
+    assert trace.outcome == "ok", trace.error
+    assert trace.engine_settings["TRITON_CACHE_AUTOTUNING"] == "1", trace.engine_settings

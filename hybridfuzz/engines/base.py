@@ -166,7 +166,16 @@ BASE_ENV = {
     "DO_NOT_TRACK": "1",
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "VLLM_ALLOW_INSECURE_SERIALIZATION": "1",  # collective_rpc with a function, to read engine settings
+    # Triton's autotuner benchmarks every config of a kernel (16 for FLA's solve_tril, 8-12 for chunk_delta_h, the
+    # Mamba2 SSD kernels alike) in each new process, on the GPU, the first time it meets a shape key; with this set it
+    # keeps the winner in Triton's on-disk cache, so only the first engine of a host tunes. A GPU campaign starts a
+    # fresh engine process per session: on the H200 of 2026-12-02 (results/gpu-h200-2026-12-02-s17/) eager start-ups
+    # of tiny models took a median 32 s and up to 210 s with the GPU 100 % busy while 12 workers started, against
+    # 5-6 s for one engine alone. The winner of a tuning run measured beside 20 other engines is no worse a choice
+    # than a fresh one, and one choice for every engine of a host keeps a case and its reference on the same configs.
+    "TRITON_CACHE_AUTOTUNING": "1",
 }
+ENGINE_ENV_RECORDED = ("TRITON_CACHE_AUTOTUNING",)  # recorded in each Trace's engine_settings (offline._startup)
 
 
 class Host(Protocol):

@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, WakeUp
-from hybridfuzz.engines.base import REFUSAL, REJECTION_TYPES, SLEEP_CHECK, classify, error_info, short_path  # noqa: F401  (re-exported)
+from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, REFUSAL, REJECTION_TYPES, SLEEP_CHECK, classify, error_info, short_path  # noqa: F401  (re-exported)
 from hybridfuzz.trace import RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
@@ -174,6 +174,8 @@ def _startup(case: Case, trace: Trace):
             schedule = cuda_sync.apply()
             if schedule is not None:
                 trace.engine_settings[cuda_sync.SETTINGS_KEY] = schedule
+        for name in ENGINE_ENV_RECORDED:
+            trace.engine_settings[name] = os.environ.get(name, "")
         trace.env = environment()
         model_dir = str(build_model(case.model))
         from vllm import LLM
