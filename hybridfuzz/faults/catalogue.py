@@ -385,8 +385,9 @@ class ScaleFill(Fault):
     of padded hybrid pages) and PR #36893 review (scales vs the shared hybrid KV tensor); vLLM
     0.32.0 writes float32 1.0 at per-token-head scale positions across a tensor shared with GDN
     state (``corpus/components/scale-view-fill.yaml``). GPU path (TRITON_ATTN); on CPU injected
-    in the first real CPU attention forward of each layer with a quantized KV cache: 1.0 at
-    those positions in every page. Severity: fraction of the scale positions per page written.
+    in the first real CPU attention forward of each layer with a quantized KV cache, in a model with
+    recurrent layers: 1.0 at those positions in every page. Severity: fraction of the scale positions
+    per page written.
     """
     name = "scale-fill"
     hooks = ("attention",)
@@ -398,10 +399,18 @@ class ScaleFill(Fault):
 
         from hybridfuzz.faults.hooks import scale_positions_fp32
 
+        from hybridfuzz.faults.hooks import recurrent_layers_present
+
         done = layer.__dict__.setdefault("_hybridfuzz_scale_fill", [False])
         if done[0] or not quantized or not kv_cache.numel():
             return
         done[0] = True
+        if not recurrent_layers_present():
+            # Upstream the fill harms only what other layer kinds wrote into the pages before it: nothing, without
+            # recurrent layers. Here it would still land in slots the CPU kernel reads past a sequence's end: on an
+            # AMX CPU (2026-12-02) an attention-only model's first request then drifted 0.03 nats from its second,
+            # so the attention-only control judged the hybrid's divergence schedule noise and the fault went unseen.
+            return
         storage = kv_cache.untyped_storage()
         num_blocks, _, block_size, _ = kv_cache.shape
         page_bytes = storage.nbytes() // num_blocks

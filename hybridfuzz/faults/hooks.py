@@ -48,6 +48,15 @@ def scale_positions_fp32(page_bytes: int, block_size: int, num_kv_heads: int, he
     return out
 
 
+def recurrent_layers_present() -> bool:
+    """Whether the model of the current forward step has recurrent layers (GDN, Mamba, ShortConv: vLLM's MambaBase),
+    whose state shares the attention layers' KV pages."""
+    from vllm.forward_context import get_forward_context
+    from vllm.model_executor.layers.mamba.abstract import MambaBase
+
+    return any(isinstance(layer, MambaBase) for layer in get_forward_context().no_compile_layers.values())
+
+
 def live_gdn_states() -> list[tuple]:
     """(SSM state tensor, [slot of each request in batch order]) of every GDN layer in the current forward step."""
     from vllm.forward_context import get_forward_context
