@@ -406,10 +406,11 @@ class ScaleFill(Fault):
             return
         done[0] = True
         if not recurrent_layers_present():
-            # Upstream the fill harms only what other layer kinds wrote into the pages before it: nothing, without
-            # recurrent layers. Here it would still land in slots the CPU kernel reads past a sequence's end: on an
-            # AMX CPU (2026-12-02) an attention-only model's first request then drifted 0.03 nats from its second,
-            # so the attention-only control judged the hybrid's divergence schedule noise and the fault went unseen.
+            # Upstream the fill harms what other layer kinds wrote into the pages before it: nothing, without
+            # recurrent layers. This fill covers the whole storage behind the layer's cache, which the attention
+            # layers of an attention-only model share too, so it also hit the K/V the layers before it had just
+            # written: on an AMX CPU (2026-12-02) the attention-only control's first request drifted 0.03 nats from
+            # its second, the control judged the hybrid's divergence schedule noise, and the fault went unseen.
             return
         storage = kv_cache.untyped_storage()
         num_blocks, _, block_size, _ = kv_cache.shape
