@@ -167,18 +167,23 @@ def evaluate_many(cases: list[Case], host, timeout: float | None = None) -> list
 
 def history_case(cases: list[Case], traces: list[Trace], upto: int) -> Case:
     """What a warm engine ran up to and including case ``upto``, as one fresh-engine case:
-    every case's steps, with the prelude steps the host ran between them (wake_up,
-    reset_prefix_cache) written out. The finding of a divergence that needs the history."""
+    every case's steps since that engine started, with the prelude steps the host ran between them
+    (wake_up, reset_prefix_cache) written out. The finding of a divergence that needs the history.
+
+    A session whose engine stopped goes on on a fresh one (engines/forkserver.py run_sessions): its history starts
+    at that engine's first case (``warm_cases == 0``). A 29-case history of the H200 (2026-12-02, 4e783eaf) held two
+    engines, and replayed as written it stopped at the first engine's StillAsleep, never reaching its own case."""
     from hybridfuzz.case import STEP_KINDS
 
+    first = max((i for i in range(upto + 1) if traces[i].warm_cases == 0), default=0)
     steps: list = []
-    for i in range(upto + 1):
-        if i > 0:
+    for i in range(first, upto + 1):
+        if i > first:
             steps.extend(STEP_KINDS[name]() for name in traces[i].prelude)
         steps.extend(cases[i].steps)
     last = cases[upto]
     return last.replace(steps=steps, note=(last.note + "; " if last.note else "") +
-                        f"the history of a warm engine: {upto + 1} cases run one after another")
+                        f"the history of a warm engine: {upto + 1 - first} cases run one after another")
 
 
 def evaluate(case: Case, host, timeout: float | None = None, alone: bool = False) -> Result:

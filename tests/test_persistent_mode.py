@@ -255,6 +255,17 @@ def test_history_case_writes_out_the_prelude_steps():
     assert [type(s) for s in hist.steps] == [Generate, Sleep, WakeUp, ResetPrefixCache, Generate]
 
 
+def test_history_case_starts_at_the_engine_that_ran_the_case():
+    """A session goes on on a fresh engine after a case stopped its engine: the history of a later case holds only
+    what that fresh engine ran (a joined history of two engines stopped at the first one's error on replay)."""
+    a, b, c = _case(Generate(prompts=[[5, 6]]), Sleep(level=1)), _case(Generate(prompts=[[7]])), _case(Generate(prompts=[[8]]))
+    traces = [Trace(), Trace(warm_cases=0), Trace(warm_cases=1, prelude=["reset_prefix_cache"])]  # b started a fresh engine
+    hist = history_case([a, b, c], traces, 2)
+    assert hist.steps == [*b.steps, ResetPrefixCache(), *c.steps], hist.steps
+    assert "2 cases" in hist.note
+    assert history_case([a, b, c], [Trace(), Trace(warm_cases=1), Trace(warm_cases=2)], 2).steps[:2] == a.steps
+
+
 # ---------------------------------------------------------------- real engines
 
 @pytest.mark.engine
