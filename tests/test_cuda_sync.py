@@ -81,18 +81,20 @@ def test_an_unknown_schedule_is_one_line_naming_the_variable():
 
 @pytest.mark.engine
 @pytest.mark.parametrize("kind", ["forkserver", "subprocess"])
-def test_engines_of_every_offline_host_keep_triton_autotuning_results(host, kind):
-    """Each engine process runs with Triton's autotune cache on (engines/base.py BASE_ENV), and its Trace says so: on a
-    GPU a fresh engine per session would otherwise benchmark every config of every FLA and Mamba kernel again."""
+def test_engines_of_every_offline_host_keep_triton_autotuning_results(host, kind, monkeypatch):
+    """Each engine process runs with Triton's autotune cache on (engines/base.py ENGINE_DEFAULTS), and its Trace says so:
+    on a GPU a fresh engine per session would otherwise benchmark every config of every FLA and Mamba kernel again. The
+    caller's environment overrides it, so that the two can be measured against each other."""
     from hybridfuzz.case import Case, Generate
     from hybridfuzz.hosts import make_host
     from hybridfuzz.model import FULL, LINEAR, ModelSpec
 
     case = Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([[5, 6, 7]], max_tokens=2)])
-    if kind == "forkserver":
-        trace = host.run(case)
-    else:
-        with make_host(kind, timeout=300) as h:
-            trace = h.run(case)
+    monkeypatch.delenv("TRITON_CACHE_AUTOTUNING", raising=False)
+    trace = host.run(case) if kind == "forkserver" else make_host(kind, timeout=300).run(case)
     assert trace.outcome == "ok", trace.error
     assert trace.engine_settings["TRITON_CACHE_AUTOTUNING"] == "1", trace.engine_settings
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")
+    with make_host(kind, workers=1, timeout=300, warm=False) as h:  # a new host: a fork server reads it at launch
+        trace = h.run(case)
+    assert trace.engine_settings["TRITON_CACHE_AUTOTUNING"] == "0", trace.engine_settings

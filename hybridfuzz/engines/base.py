@@ -166,6 +166,9 @@ BASE_ENV = {
     "DO_NOT_TRACK": "1",
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "VLLM_ALLOW_INSECURE_SERIALIZATION": "1",  # collective_rpc with a function, to read engine settings
+}
+# Defaults of every engine process that the caller's environment may override (to measure against them).
+ENGINE_DEFAULTS = {
     # Triton's autotuner benchmarks every config of a kernel (16 for FLA's solve_tril, 8-12 for chunk_delta_h, the
     # Mamba2 SSD kernels alike) in each new process, on the GPU, the first time it meets a shape key; with this set it
     # keeps the winner in Triton's on-disk cache, so only the first engine of a host tunes. A GPU campaign starts a
@@ -175,7 +178,7 @@ BASE_ENV = {
     # than a fresh one, and one choice for every engine of a host keeps a case and its reference on the same configs.
     "TRITON_CACHE_AUTOTUNING": "1",
 }
-ENGINE_ENV_RECORDED = ("TRITON_CACHE_AUTOTUNING",)  # recorded in each Trace's engine_settings (offline._startup)
+ENGINE_ENV_RECORDED = tuple(ENGINE_DEFAULTS)  # recorded in each Trace's engine_settings (offline._startup)
 
 
 class Host(Protocol):

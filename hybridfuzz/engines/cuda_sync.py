@@ -1,12 +1,15 @@
 """How an engine process waits for its GPU: asleep, not spinning on a core.
 
 CUDA's default (``auto``) spins a CPU core while a process waits for the GPU whenever the process has fewer
-contexts than the machine has cores, which is always so for one engine a process. A GPU campaign runs 24 and
-more tiny engines on one GPU, whose kernels the GPU time-slices between the processes, so each waits long
-and every waiting one spins: the H200 host of 2026-12-02 (16 cores, results/gpu-h200-2026-12-02-s16/
-sampler.txt) ran at a load of 40-74 with the GPU idle half the time, and engine start-ups that take 5-6 s
-alone took a median 34 s. ``block`` (CU_CTX_SCHED_BLOCKING_SYNC) makes a waiting engine sleep until the GPU
-is done instead. The schedule changes when a process runs, never what a kernel computes.
+contexts than the machine has cores, which is always so for one engine a process, and a GPU campaign runs 24
+and more engines on one GPU's 16 host cores. ``block`` (CU_CTX_SCHED_BLOCKING_SYNC) makes a waiting engine
+sleep until the GPU is done instead. The schedule changes when a process runs, never what a kernel computes.
+
+Measured on the H200 (2026-12-02, vLLM 0.32.0, results/gpu-h200-2026-12-02-s17/): with ``block`` a default
+10-minute campaign ran 82.5 cases/min against 82.0 with spinning waits the session before, the same 0.80 s of
+steps a case and 32.6 s against 34.5 s of median start-up: no measurable gain. The host was saturated in
+user time either way (15 of 16 cores), so spinning was not what filled it. Kept as the default because a
+waiting engine then leaves its core to the others; the A/B on one host is still to be run.
 
 The flag is set on each GPU's primary context (the one torch uses) through the driver API, before torch
 creates it: first thing in an engine process. ``HYBRIDFUZZ_CUDA_SYNC`` chooses (``block`` by default;

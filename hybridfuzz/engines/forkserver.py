@@ -38,7 +38,7 @@ from multiprocessing.connection import Connection
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, dump_case
-from hybridfuzz.engines.base import BASE_ENV, contains_pattern, step_kinds, stop_pattern
+from hybridfuzz.engines.base import BASE_ENV, ENGINE_DEFAULTS, contains_pattern, step_kinds, stop_pattern
 from hybridfuzz.trace import ErrorInfo, Trace
 
 SERVER_ENV = {
@@ -85,7 +85,7 @@ class ForkServer:
         if self._proc is not None and self._proc.poll() is None:
             return
         parent, child = socket.socketpair()
-        env = dict(os.environ, **SERVER_ENV)
+        env = {**ENGINE_DEFAULTS, **os.environ, **SERVER_ENV}
         env["HYBRIDFUZZ_FORKSERVER_FD"] = str(child.fileno())
         env["HYBRIDFUZZ_FORKSERVER_WARM"] = "1" if self._warm else "0"
         env["HYBRIDFUZZ_WORKERS"] = str(self.workers)

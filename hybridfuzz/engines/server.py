@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
-from hybridfuzz.engines.base import REJECTION_TYPES, classify, frame_where  # noqa: F401  (REJECTION_TYPES re-exported)
+from hybridfuzz.engines.base import ENGINE_DEFAULTS, REJECTION_TYPES, classify, frame_where  # noqa: F401  (REJECTION_TYPES re-exported)
 from hybridfuzz.engines.inflight import InFlight
 from hybridfuzz.engines.isolation import SequentialHost, tail
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
@@ -311,7 +311,7 @@ class ServerHost(SequentialHost):
             return trace
         logdir = tempfile.mkdtemp(prefix="hybridfuzz-server-")
         log_path = os.path.join(logdir, "server.log")
-        env = dict(os.environ, **SERVER_ENV)
+        env = {**ENGINE_DEFAULTS, **os.environ, **SERVER_ENV}
         env.update(case.engine.env)
         server: Server | None = None
         try:

@@ -14,7 +14,7 @@ import time
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, dump_case
-from hybridfuzz.engines.base import BASE_ENV
+from hybridfuzz.engines.base import BASE_ENV, ENGINE_DEFAULTS
 from hybridfuzz.engines.isolation import SequentialHost, collect
 from hybridfuzz.trace import Trace
 
@@ -32,7 +32,7 @@ class SubprocessHost(SequentialHost):
             case_path, out_path, log_path, progress_path = (os.path.join(d, n) for n in ("case.yaml", "trace.json", "engine.log", "progress.jsonl"))
             with open(case_path, "w") as f:
                 f.write(dump_case(case))
-            env = dict(BASE_ENV, **os.environ)
+            env = {**BASE_ENV, **ENGINE_DEFAULTS, **os.environ}
             env["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc with a function, to read engine settings
             t0 = time.perf_counter()
             with open(log_path, "wb") as log:
