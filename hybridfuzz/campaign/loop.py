@@ -366,17 +366,23 @@ class FuzzLoop:
         background shrinker unconfirmed (``_defer_history``), so that this worker goes on generating."""
         warm = results[i].verdict
         alone = decided_alone(warm.signature, warm.summary)  # no reference engine where it cannot change the verdict
-        history = history_case(session, [r.trace for r in results], i)
-        for candidate in (session[i], history):
-            if candidate is history and self.shrinker is not None:
-                self._defer_history(history, results[i], i)
-                return None
+
+        def fresh(candidate: Case) -> tuple[Case, Result] | None:
             again = replay(candidate, self.host, self.cfg.timeout_s, alone=alone)
             self._count(candidate, again)
-            if again.verdict.status == "divergence" and again.verdict.signature not in self.known:
-                return candidate, again
-        self.stats.warm_only += 1
-        return None
+            return (candidate, again) if again.verdict.status == "divergence" and again.verdict.signature not in self.known else None
+
+        confirmed = fresh(session[i])
+        if confirmed is not None:
+            return confirmed
+        history = history_case(session, [r.trace for r in results], i)
+        if self.shrinker is not None:
+            self._defer_history(history, results[i], i)
+            return None
+        confirmed = fresh(history)
+        if confirmed is None:
+            self.stats.warm_only += 1
+        return confirmed
 
     def _defer_history(self, history: Case, warm: Result, i: int) -> None:
         """A warm divergence whose case alone did not reproduce it: its history (an engine start and up to a whole
