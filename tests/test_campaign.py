@@ -405,7 +405,7 @@ def test_background_shrinker_confirms_a_deferred_history_before_shrinking_it(tmp
     here = os.path.dirname(os.path.abspath(__file__))
     asleep = load_case_file(os.path.join(here, "..", "corpus", "found", "wake-up-all-tags-after-partial-wake-stays-asleep-cpu.yaml"))
     real_sig = asleep.observed[-1].signature
-    # the real bug's history, padded with a first case's generate and the prelude a warm engine ran after it
+    # the real bug's history, padded with a first case's generate
     history = asleep.replace(steps=[Generate([[5, 6, 7]], max_tokens=2), *asleep.steps], observed=[], note="")
     warm = Observation(vllm="0.32.0", verdict="divergence", summary="met on a warm engine", signature=real_sig)
     real = tmp_path / "real.yaml"

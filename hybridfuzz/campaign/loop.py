@@ -389,17 +389,17 @@ class FuzzLoop:
         session of cases) is replayed by the background shrinker, which shrinks it only if it reproduces there and
         otherwise keeps it as flaky. On the H200 of 2026-12-02 confirming took 12 % of the workers' time
         (results/gpu-h200-2026-12-02-s16/), time in which their engines generated nothing."""
-        self.stats.histories_deferred += 1
-        self._found(history, warm, confirm=True,
-                    why=f"the history of a warm engine ({i + 1} cases), not yet confirmed on a fresh engine: the case "
-                        "alone did not reproduce it (the background shrinker replays it first)")
+        if self._found(history, warm, confirm=True,
+                       why=f"the history of a warm engine ({i + 1} cases), not yet confirmed on a fresh engine: the case "
+                           "alone did not reproduce it (the background shrinker replays it first)"):
+            self.stats.histories_deferred += 1
 
-    def _found(self, case: Case, result: Result, confirm: bool = False, why: str = "") -> None:
+    def _found(self, case: Case, result: Result, confirm: bool = False, why: str = "") -> bool:
         """Background shrinking: claim, write, hand to the shrinker (to ``confirm`` first: see BackgroundShrinker),
-        and go on generating."""
+        and go on generating. False: another worker has the signature."""
         sig = result.verdict.signature
         if self.cfg.claim is not None and not self.cfg.claim(sig):
-            return
+            return False
         self.known.add(sig)
         if self.stats.first_finding_s is None:
             self.stats.first_finding_s = time.time() - self.stats.started
@@ -407,6 +407,7 @@ class FuzzLoop:
         from hybridfuzz.findings import filename
 
         self.shrinker.submit(sig, os.path.join(self.cfg.findings_dir, filename(sig)), confirm)
+        return True
 
     def _shrunk(self, outcome) -> None:
         """The background shrinker finished one finding (called from its thread)."""
