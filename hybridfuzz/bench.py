@@ -185,9 +185,11 @@ def engines_at_once(n: int, timeout: float) -> dict:
         host.close()
     verdicts = [judge(case, t, None) for t in traces]
     startups = sorted(t.timings.get("startup_s", 0.0) for t in traces if t.outcome == "ok")
+    cpu = sorted(t.timings.get("startup_cpu_s", 0.0) for t in traces if t.outcome == "ok")
     failures = [f"{t.outcome}: {t.error.type}: {t.error.message[:160]}" for t in traces if t.outcome != "ok" and t.error]
     return {"engines": n, "ok": sum(t.outcome == "ok" for t in traces), "passed": sum(v.status == "pass" for v in verdicts),
             "startup_median_s": round(statistics.median(startups), 2) if startups else None,
             "startup_max_s": round(startups[-1], 2) if startups else None, "wall_s": round(wall, 1),
+            "startup_cpu_median_s": round(statistics.median(cpu), 2) if cpu else None,  # CPU seconds of one start-up
             "cases_per_min": round(60 * n / wall, 1), "peak_rss_mb": round(rss.peak / 2**20),
             "peak_gpu_mb": gpu.peak, "failures": failures}

@@ -54,6 +54,7 @@ def test_engines_at_once_all_come_up_and_pass():
     assert r["engines"] == 2 and r["ok"] == r["passed"] == 2, r["failures"]
     assert r["failures"] == []
     assert 0 < r["startup_median_s"] <= r["startup_max_s"]
+    assert 0 < r["startup_cpu_median_s"]  # the engine process's own CPU (engines/base.py cpu_seconds)
     assert r["wall_s"] > 0 and r["cases_per_min"] > 0
     assert r["peak_rss_mb"] > 100
     assert r["peak_gpu_mb"] == 0  # no nvidia-smi on this CPU machine

@@ -212,13 +212,15 @@ def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
     w = tmp_path / "workers" / "0"
     w.mkdir(parents=True)
     lines = [{"t": 150.0, "wall": 1150.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0,
-              "startup_s": 12.0, "steps_s": 0.5, "memory": "long"},
-             {"t": 151.0, "wall": 1151.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0, "memory": "short"},
+              "startup_s": 12.0, "steps_s": 0.5, "memory": "long", "startup_cpu_s": 9.5, "cpu_s": 10.0},
+             {"t": 151.0, "wall": 1151.0, "family": "lfm2", "graphs": "graphs", "seconds": 3.0, "session_s": 18.0, "memory": "short",
+              "cpu_s": 0.25},
              {"t": 160.0, "wall": 1160.0, "family": "qwen3_next", "graphs": "eager", "seconds": 1.0, "session_s": 6.0},
              {"t": 170.0, "wall": 1170.0, "seconds": 2.0}]
     (w / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
-    (w / "summary.json").write_text(json.dumps({"sessions_s": 90.0, "confirm_s": 18.0}))
-    agg = aggregate(str(tmp_path), {"spent_s": 180.0})
+    (w / "summary.json").write_text(json.dumps({"sessions_s": 90.0, "confirm_s": 18.0, "engine_cpu_s": 40.0,
+                                                "startup_cpu_s": 30.0, "worker_cpu_s": 5.0}))
+    agg = aggregate(str(tmp_path), {"spent_s": 180.0, "host_cpu": {"cores": 16, "busy_cores": 14.96}})
     assert agg["worker_in_sessions_fraction"] == 0.5 and agg["worker_confirming_fraction"] == 0.1
     assert agg["families"] == {"lfm2": 2, "qwen3_next": 1, "?": 1}
     assert agg["graphs"] == {"graphs": 2, "eager": 1, "?": 1}
@@ -227,6 +229,8 @@ def test_statistics_say_what_was_drawn_and_what_it_cost(tmp_path):
     assert agg["median_case_s"] == {"graphs": 3.0, "eager": 1.0, "?": 2.0}
     assert agg["cases_per_min"] == round(4 / 3, 2) and agg["cases_per_min_after_first"] == 9.0  # 3 cases in 20 s
     assert agg["median_startup_s"] == 12.0 and agg["steps_s_total"] == 0.5  # warm cases (0) do not count as starts
+    assert agg["median_startup_cpu_s"] == 9.5 and agg["median_warm_case_cpu_s"] == 0.25
+    assert agg["cpu"] == {"engine_cpu_s": 40.0, "startup_cpu_s": 30.0, "worker_cpu_s": 5.0, "host_busy_cores": 14.96, "host_cores": 16}
 
 
 # ---------------------------------------------------------------- a real campaign
@@ -328,7 +332,8 @@ def test_a_worker_keeps_examples_another_worker_is_shrinking():
 @pytest.mark.engine
 def test_every_worker_starts_at_once_and_events_say_each_models_memory(tmp_path):
     """Workers start together (a staggered GPU start only delayed them: see CampaignSupervisor.run); every event of
-    a real campaign names its model's memory and the summary counts them."""
+    a real campaign names its model's memory and the summary counts them, and says where the CPU went (engine
+    start-ups, warm cases, the workers, the host)."""
     from hybridfuzz.campaign.config import EngineUse, WorkerSettings
     from hybridfuzz.campaign.supervisor import CampaignSupervisor
 
@@ -340,6 +345,10 @@ def test_every_worker_starts_at_once_and_events_say_each_models_memory(tmp_path)
     assert len(starts) == 2 and abs(starts[0] - starts[1]) < 20, (starts, said)
     assert {e.memory for e in iter_events(str(tmp_path))} <= {"short", "long"}
     assert summary["cases"] > 0 and sum(summary["memory"].values()) == summary["cases"]
+    cpu = summary["cpu"]
+    assert 0 < cpu["startup_cpu_s"] < cpu["engine_cpu_s"] and cpu["worker_cpu_s"] > 0, cpu
+    assert 0 < cpu["host_busy_cores"] <= cpu["host_cores"] == os.cpu_count(), cpu
+    assert summary["median_startup_cpu_s"] > 0, summary["median_startup_cpu_s"]
     # the platform was detected once, by the supervisor, and both workers ran on it (no vLLM import of their own)
     platform_file = str(tmp_path / "platform.json")
     for w in ("0", "1"):

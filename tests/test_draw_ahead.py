@@ -1,6 +1,6 @@
 """Background-shrinking loops (the GPU default) run sessions Hypothesis drew ahead (campaign/loop.py draw_ahead)."""
 from hybridfuzz import sleepwake
-from hybridfuzz.campaign.loop import DRAW_AHEAD, draw_ahead, draw_ahead_sessions
+from hybridfuzz.campaign.loop import DRAW_AHEAD, batch_sessions, draw_ahead, draw_ahead_sessions
 from hybridfuzz.strategies.case import sessions
 from hybridfuzz.strategies.platform import Platform
 
@@ -38,3 +38,23 @@ def test_a_batch_of_longer_sessions_holds_no_more_cases():
     assert draw_ahead_sessions(48) == 50
     assert draw_ahead_sessions(1) == 100
     assert draw_ahead_sessions(1000) == 20
+
+
+def test_a_workers_first_batches_are_small_and_double_up_to_a_full_one():
+    """Twelve H200 workers drawing 2400 cases each at start delayed their first engines (2026-12-02); a worker runs
+    about 3 sessions in ten minutes."""
+    assert [batch_sessions(b, 48) for b in range(6)] == [3, 6, 12, 24, 48, 50]
+    assert batch_sessions(100, 48) == draw_ahead_sessions(48)
+    assert [batch_sessions(b, 1) for b in (0, 5, 6)] == [3, 96, 100]
+
+
+def test_the_first_batch_leaves_out_hypothesis_simplest_session():
+    """Hypothesis's first example is the strategy's simplest value (auto KV, one layer, no sleep mode); in a batch
+    of 3 it would be a third of a worker's first sessions."""
+    strategy = sessions(H200_026, 4, 4, 2, sleepwake.OFFLINE)
+    every = draw_ahead(strategy, seed=5, n=4)
+    kept = draw_ahead(strategy, seed=5, n=4, skip_simplest=True)
+    left_out = [s for s in every if s not in kept]
+    assert len(kept) == 3 and all(s in every for s in kept) and len(left_out) == 1
+    first = left_out[0][0]
+    assert (first.engine.kv_cache_dtype, len(first.model.layers), first.engine.enable_sleep_mode) == ("auto", 1, False)

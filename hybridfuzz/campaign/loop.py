@@ -36,7 +36,7 @@ from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.campaign.outcomes import OutcomeMemory, Prediction
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import refusal_reason
+from hybridfuzz.engines.base import cpu_seconds, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
@@ -49,17 +49,26 @@ from hybridfuzz.oracles.health import decided_alone
 # at most DRAW_AHEAD and at most DRAW_AHEAD_CASES cases in all (drawing costs about 11 ms a case, see there).
 DRAW_AHEAD = 100
 DRAW_AHEAD_CASES = 2400
+FIRST_BATCH_SESSIONS = 3  # a worker's first batch (batch_sessions): its engines start sooner
 PACE_SESSIONS = 20  # a worker's recent sessions that say what the next one will cost (SessionPace)
 
 
 def draw_ahead_sessions(cases_per_session: int) -> int:
-    """How many sessions a batch holds: 100 of up to 24 cases, fewer of longer ones (48 cases: 50), never under 20,
-    so that a long session does not make a worker's first batch (drawn before its first engine runs) cost more."""
+    """How many sessions a full batch holds: 100 of up to 24 cases, fewer of longer ones (48 cases: 50), never
+    under 20 (a worker's first batches are smaller: batch_sessions)."""
     return max(20, min(DRAW_AHEAD, DRAW_AHEAD_CASES // max(1, cases_per_session)))
 
 
-def draw_ahead(strategy, seed: int, n: int) -> list:
-    """``n`` examples of ``strategy``, drawn by a Hypothesis run whose test only records them, in a seeded shuffle."""
+def batch_sessions(batch: int, cases_per_session: int) -> int:
+    """Sessions in a worker's ``batch``-th drawn-ahead batch (0 first): FIRST_BATCH_SESSIONS, doubling up to
+    ``draw_ahead_sessions``."""
+    return min(draw_ahead_sessions(cases_per_session), FIRST_BATCH_SESSIONS * 2 ** min(batch, 16))
+
+
+def draw_ahead(strategy, seed: int, n: int, skip_simplest: bool = False) -> list:
+    """``n`` examples of ``strategy``, drawn by a Hypothesis run whose test only records them, in a seeded shuffle.
+    ``skip_simplest``: less the run's first example, which Hypothesis makes the strategy's simplest value (one
+    auto-KV, one-layer session without sleep mode here), so ``n - 1`` of them."""
     import random
 
     drawn: list = []
@@ -71,6 +80,8 @@ def draw_ahead(strategy, seed: int, n: int) -> list:
         drawn.append(example)
 
     record()
+    if skip_simplest:
+        drawn = drawn[1:]
     random.Random(seed).shuffle(drawn)
     return drawn
 
@@ -120,6 +131,8 @@ class Stats:
     steps: int = 0
     engine_starts: int = 0  # fresh engines started (cases and references)
     engine_busy_s: float = 0.0  # engine seconds: start-up and steps, cases and references
+    engine_cpu_s: float = 0.0  # CPU seconds of those engines (engines/base.py cpu_seconds)
+    startup_cpu_s: float = 0.0  # of which their start-ups
     references_reused: int = 0
     warm_only: int = 0  # divergences on a warm engine that no fresh engine confirmed
     histories_deferred: int = 0  # warm histories handed to the background shrinker to confirm (FuzzLoop._defer_history)
@@ -174,6 +187,7 @@ class FuzzLoop:
         self.known = config.known_fn() if config.known_fn else known_signatures(config.findings_dir, *config.known_dirs)
         self._events = open(os.path.join(config.out_dir, "events.jsonl"), "a")
         self._deadline = self.stats.started + config.budget_s
+        self._batches_drawn = 0  # batches of sessions drawn ahead so far (_run_drawn_ahead)
         self._target: str | None = None
         self._best: tuple | None = None
         self._shrink_started = 0.0
@@ -331,6 +345,8 @@ class FuzzLoop:
                 continue
             s.engine_starts += trace.warm_cases == 0
             s.engine_busy_s += trace.timings.get("total_s", 0.0)
+            s.engine_cpu_s += trace.timings.get("cpu_s", 0.0)
+            s.startup_cpu_s += trace.timings.get("startup_cpu_s", 0.0)
             s.sleep_checks_finished += trace.engine_settings.get(SLEEP_CHECK_KEY, 0)
         if result.verdict.status == "pass":
             s.noise_set_aside.update(noise_reasons(result.verdict))
@@ -495,8 +511,17 @@ class FuzzLoop:
         100 sessions of 24 cases and 12 steps on a 2-core CPU (2026-12-02, results/cpu-2026-12-02-s15/), about
         11 ms a case. The fork server starts meanwhile (ForkServer.launch): on that CPU, with a test suite running
         beside it, the server ready and 100 sessions drawn after 45 s instead of 65 s one after the other.
+
+        So a worker's first batch is small and each next one twice the last, up to ``draw_ahead_sessions``
+        (batch_sessions): on the H200 twelve workers each drew 2400 cases at once while their fork servers imported
+        vLLM, the first case came at 87 s, and no worker ran more than 3 of its 50 sessions in ten minutes
+        (2026-12-02, results/gpu-h200-2026-12-02-s17/). The first batch leaves out Hypothesis's simplest example,
+        which a batch that small would hold as a third.
         """
-        drawn = draw_ahead(strategy, run_seed, draw_ahead_sessions(self.cfg.cases_per_engine))
+        first = not self._batches_drawn
+        n = batch_sessions(self._batches_drawn, self.cfg.cases_per_engine)
+        self._batches_drawn += 1
+        drawn = draw_ahead(strategy, run_seed, n + first, skip_simplest=first)
         for session in drawn:
             self.body(session)
 
@@ -579,4 +604,6 @@ def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
             "refusals": dict(s.refusals.most_common(10)), "refused_cases": sum(s.refusals.values()),
             "refusals_predicted": s.refusals_predicted, "known_avoided": s.known_avoided,
             "sleep_checks_finished": s.sleep_checks_finished, "engine_ends": dict(s.engine_ends.most_common()),
-            "noise_set_aside": dict(s.noise_set_aside.most_common()), "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1)}
+            "noise_set_aside": dict(s.noise_set_aside.most_common()), "sessions_s": round(s.sessions_s, 1), "confirm_s": round(s.confirm_s, 1),
+            "engine_cpu_s": round(s.engine_cpu_s, 1), "startup_cpu_s": round(s.startup_cpu_s, 1),
+            "worker_cpu_s": round(cpu_seconds(children=False), 1)}  # all its threads, not its engines

@@ -56,6 +56,8 @@ class CaseEvent:
     startup_s: float = 0.0  # this case's engine start-up (0: it ran on a warm engine)
     steps_s: float = 0.0  # its steps on the engine (where a session's time goes: start-up, steps, or waiting)
     memory: str = ""  # model.memory, short or long ("" in files written before it existed)
+    startup_cpu_s: float = 0.0  # CPU seconds of this case's engine start-up (0: warm engine, or files before it existed)
+    cpu_s: float = 0.0  # CPU seconds of its engine process for this case, its start-up included (as seconds' startup)
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
@@ -68,7 +70,9 @@ class CaseEvent:
                    seconds=round(seconds, 3), wall=round(time.time(), 3), family=case.model.architecture,
                    graphs="eager" if e.enforce_eager else ("compiled" if e.torch_compile else "graphs"),
                    session_s=round(session_s, 3), startup_s=round((timings or {}).get("startup_s", 0.0), 3),
-                   steps_s=round((timings or {}).get("steps_s", 0.0), 3), memory=case.model.memory)
+                   steps_s=round((timings or {}).get("steps_s", 0.0), 3), memory=case.model.memory,
+                   startup_cpu_s=round((timings or {}).get("startup_cpu_s", 0.0), 3),
+                   cpu_s=round((timings or {}).get("cpu_s", 0.0), 3))
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
@@ -87,7 +91,8 @@ class CaseEvent:
                    steps=tuple(_CLASS_TO_STEP.get(s, s) for s in steps), seconds=float(d.get("seconds", 0.0)),
                    wall=d.get("wall"), family=str(d.get("family", "")), graphs=d.get("graphs", ""),
                    session_s=float(d.get("session_s", 0.0)), startup_s=float(d.get("startup_s", 0.0)),
-                   steps_s=float(d.get("steps_s", 0.0)), memory=str(d.get("memory", "")), worker=worker)
+                   steps_s=float(d.get("steps_s", 0.0)), memory=str(d.get("memory", "")),
+                   startup_cpu_s=float(d.get("startup_cpu_s", 0.0)), cpu_s=float(d.get("cpu_s", 0.0)), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:
@@ -165,6 +170,11 @@ class RunSummary:
     # engines, and the rest (drawing examples, building models, judging, the shrink tail).
     sessions_s: float = 0.0
     confirm_s: float = 0.0
+    # CPU seconds (issue #12: a GPU host's engines are CPU-bound): this loop's engine processes (cases, references,
+    # controls; their start-ups apart), and this loop's own process (drawing, judging, the background shrinker's thread)
+    engine_cpu_s: float = 0.0
+    startup_cpu_s: float = 0.0
+    worker_cpu_s: float = 0.0
     refusals: dict[str, int] = field(default_factory=dict)  # the top refusal reasons, with counts
     refused_cases: int = 0
     refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (campaign/outcomes.py): no engine started, not in cases

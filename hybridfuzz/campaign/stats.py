@@ -22,6 +22,22 @@ def _json_or_empty(path: str) -> dict:
         return {}
 
 
+CPU_KEYS = ("engine_cpu_s", "startup_cpu_s", "worker_cpu_s")  # a worker's RunSummary (campaign/loop.py throughput)
+
+
+def cpu_use(workers: dict[str, dict], meta: dict, spent_s: float) -> dict:
+    """Where the host's CPU went, in core-seconds: the workers' engines (their start-ups apart), the workers
+    themselves, and the whole host while the campaign ran (meta's host_cpu, campaign/supervisor.py); the rest of
+    the host's busy time is the background shrinks' engines and anything else on it. A worker's figures arrive with
+    its summary, at its end."""
+    total = {k: round(sum(w.get(k, 0.0) for w in workers.values()), 1) for k in CPU_KEYS}
+    host = meta.get("host_cpu") or {}
+    if host.get("busy_cores") is not None and spent_s > 0:
+        total["host_busy_cores"] = host["busy_cores"]
+        total["host_cores"] = host.get("cores")
+    return total
+
+
 def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
     """Cases, busy time and sessions of one worker (a session restarts t at 0)."""
     busy, sessions, last_t, phase, shrink_cases = 0.0, 0, None, None, 0
@@ -50,6 +66,7 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "engine_ends": summary.get("engine_ends", {}),
             "noise_set_aside": summary.get("noise_set_aside", {}), "left_unconfirmed": summary.get("left_unconfirmed", 0),
             "histories_deferred": summary.get("histories_deferred", 0), "busy_s": round(busy, 1), "starts": starts,
+            **{k: summary.get(k, 0.0) for k in CPU_KEYS},
             "last_phase": phase, "state": state}
 
 
@@ -69,12 +86,16 @@ def space_and_pace(events: list[CaseEvent]) -> dict:
         if e.session_s:
             session_s[e.graphs or "?"].append(e.session_s)
     starts = [e.startup_s for e in events if e.startup_s]
+    start_cpu = [e.startup_cpu_s for e in events if e.startup_s and e.startup_cpu_s]
+    warm_cpu = [e.cpu_s for e in events if not e.startup_s and e.cpu_s]  # a case on a warm engine, prelude included
     walls = sorted(e.wall for e in events if e.wall)
     warm = round((len(walls) - 1) / ((walls[-1] - walls[0]) / 60), 1) if len(walls) > 2 and walls[-1] > walls[0] else None
     return {"families": dict(sorted(families.items(), key=lambda kv: -kv[1])), "graphs": dict(graphs),
             "memory": dict(memories), "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
             "median_case_s": {k: round(median(e.seconds for e in events if (e.graphs or "?") == k), 1) for k in graphs},
             "cases_per_min_after_first": warm, "median_startup_s": round(median(starts), 1) if starts else None,
+            "median_startup_cpu_s": round(median(start_cpu), 2) if start_cpu else None,
+            "median_warm_case_cpu_s": round(median(warm_cpu), 3) if warm_cpu else None,
             "steps_s_total": round(sum(e.steps_s for e in events), 1)}
 
 
@@ -141,6 +162,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "noise_set_aside": dict(noise.most_common()),
         "left_unconfirmed": sum(w["left_unconfirmed"] for w in workers.values()),
         "histories_deferred": sum(w["histories_deferred"] for w in workers.values()),
+        "cpu": cpu_use(workers, meta, spent),
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),

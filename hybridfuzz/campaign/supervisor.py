@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Callable, Literal
 
+from hybridfuzz.campaign.capacity import busy_cores, host_cpu_jiffies
 from hybridfuzz.campaign.config import WorkerSettings
 from hybridfuzz.campaign.stats import aggregate, findings_list, load_meta
 from hybridfuzz.campaign.worker import make_store
@@ -74,6 +75,7 @@ class CampaignSupervisor:
         self.procs: dict[int, subprocess.Popen] = {}
         self.restarts: dict[int, int] = {}
         self._stopping = False
+        self._cpu0: tuple[int, int] | None = None
 
     def _worker_cmd(self, i: int, until: float) -> list[str]:
         cmd = [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker", "--dir", self.dir, "--index", str(i),
@@ -113,6 +115,10 @@ class CampaignSupervisor:
     def _observe(self, meta: dict, t_campaign: float) -> None:
         """Note when each signature first appears on disk and when it is first reported (done)."""
         seen = meta.setdefault("seen", {})
+        now = host_cpu_jiffies()
+        if self._cpu0 is not None and now is not None:
+            cores = os.cpu_count() or 1
+            meta["host_cpu"] = {"cores": cores, "busy_cores": busy_cores(self._cpu0, now, cores)}
         for f in findings_list(self.store):
             s = seen.setdefault(f["signature"], {"found_s": round(t_campaign, 1), "reported_s": None})
             if f["state"] != "open" and s["reported_s"] is None:
@@ -135,8 +141,10 @@ class CampaignSupervisor:
         parts = [f"w{i}:{phases[i]}/{w['cases']}" for i, w in summary["per_worker"].items()]
         # the host's 1-minute load per core: a GPU campaign whose engines wait on the CPU shows it here
         load = os.getloadavg()[0] / max(1, len(os.sched_getaffinity(0)))
+        cpu = summary.get("cpu", {})
+        busy = f" cores busy {cpu['host_busy_cores']}/{cpu['host_cores']}" if cpu.get("host_busy_cores") is not None else ""
         return (f"[{summary['spent_s']:7.0f}s] cases {summary['cases']} ({rate:.1f}/min now, {summary['cases_per_min'] or 0}/min overall) "
-                f"load/core {load:.2f} findings {summary['findings']} done, {summary['findings_open']} open  " + " ".join(parts))
+                f"load/core {load:.2f}{busy} findings {summary['findings']} done, {summary['findings_open']} open  " + " ".join(parts))
 
     def stop(self, *_a) -> None:
         self._stopping = True
@@ -159,6 +167,7 @@ class CampaignSupervisor:
             return self.finish(meta)
         t0 = time.time()
         until = t0 + left
+        self._cpu0 = host_cpu_jiffies()  # this run's start: summary.json's cpu.host_busy_cores is since then
         old = {s: signal.signal(s, self.stop) for s in (signal.SIGTERM, signal.SIGINT)}
         self.platform_file = self._detect_platform()  # within the budget: it is the campaign's own time
         if self.plan is not None:

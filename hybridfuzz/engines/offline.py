@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, WakeUp
-from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, REFUSAL, REJECTION_TYPES, SLEEP_CHECK, classify, error_info, short_path  # noqa: F401  (re-exported)
+from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, cpu_seconds, REFUSAL, REJECTION_TYPES, SLEEP_CHECK, classify, error_info, short_path  # noqa: F401  (re-exported)
 from hybridfuzz.trace import RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
@@ -165,7 +165,7 @@ def _startup(case: Case, trace: Trace):
     """Build the model and the engine; None (and the Trace says why) when it did not start."""
     from hybridfuzz.model import build_model
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     dropped: list[str] = []
     try:
         if device_kind() == "cuda":  # before this process's first CUDA context (engines/cuda_sync.py)
@@ -204,8 +204,10 @@ def _startup(case: Case, trace: Trace):
         trace.outcome = classify(info, "startup")
         trace.error = info
         trace.timings["startup_s"] = time.perf_counter() - t0
+        trace.timings["startup_cpu_s"] = cpu_seconds() - c0
         return None
     trace.timings["startup_s"] = time.perf_counter() - t0
+    trace.timings["startup_cpu_s"] = cpu_seconds() - c0
     trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm)}
     if dropped:
         trace.engine_settings["dropped_defaults"] = dropped
@@ -305,16 +307,17 @@ def run_session(cases: list[Case], progress: Progress | None = None) -> list[Tra
     ``progress`` gets every event, so a host can rebuild what ran if this process dies.
     """
     progress = progress or (lambda event: None)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     traces: list[Trace] = []
     first = Trace()
     llm = _startup(cases[0], first)
     progress({"event": "started", "trace": first.to_dict()})
     if llm is None:
         first.timings["total_s"] = time.perf_counter() - t0
+        first.timings["cpu_s"] = cpu_seconds() - c0
         return [first]
     for position, case in enumerate(cases):
-        tc = time.perf_counter()
+        tc, cc = time.perf_counter(), cpu_seconds()
         if position == 0:
             trace = first
         else:
@@ -324,6 +327,7 @@ def run_session(cases: list[Case], progress: Progress | None = None) -> list[Tra
         progress({"event": "case_begin", "case": position, "prelude": list(trace.prelude)})
         _steps(llm, case, trace, progress, position)
         trace.timings["total_s"] = time.perf_counter() - (t0 if position == 0 else tc)
+        trace.timings["cpu_s"] = cpu_seconds() - (c0 if position == 0 else cc)  # with the start-up, as total_s
         traces.append(trace)
         progress({"event": "case_end", "case": position, "trace": trace.to_dict()})
         if trace.outcome != "ok":
