@@ -32,6 +32,9 @@ if [ ! -d "$src/.hybridfuzz-core" ] || [ "${HF_RESNAPSHOT:-0}" = 1 ]; then
   for f in "$src"/.hybridfuzz-core/*; do ln -s "$f" "$src/hybridfuzz/$(basename "$f")"; done
   ln -s "$src/strategies" "$src/hybridfuzz/strategies"
   ln -s "$src/oracles" "$src/hybridfuzz/oracles"
+  # bytecode now (install-on-host.sh says why); compileall does not follow links, so the link farm's own files
+  # and the directories behind it are named one by one
+  python3 -m compileall -q "$src/hybridfuzz" "$src/.hybridfuzz-core" "$src/strategies" "$src/oracles" > /dev/null 2>&1 || true
 fi
 export PYTHONPATH="$src:$site${PYTHONPATH:+:$PYTHONPATH}"
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1

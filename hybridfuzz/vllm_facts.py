@@ -2,13 +2,35 @@
 
 Imports only ``vllm.config.cache``; every answer is cached for the process.
 Returns empty tuples when vLLM is not installed, so schema checks that need
-these facts are skipped rather than guessed.
+these facts are skipped rather than guessed. A process handed another's answers
+(``adopt``: a campaign worker, from the platform its supervisor detected) does not
+import vLLM for them at all.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import typing
+
+
+# The facts a campaign's workers need to draw and check cases, read once by the supervisor and handed to them with
+# the platform (strategies.platform.Platform.vllm_facts). In the H200 campaign of 2026-12-03 (py-spy over all its
+# processes, results/gpu-h200-2026-12-03-s19/) twelve workers importing vLLM for them took 15 % of the host's CPU.
+SHARED = ("kv_cache_dtypes", "mamba_cache_modes", "mamba_dtypes")
+_adopted: dict[str, tuple[str, ...]] = {}
+
+
+def shared() -> dict[str, list[str]]:
+    """This vLLM's answers to SHARED, for another process to ``adopt``."""
+    return {name: list(globals()[name]()) for name in SHARED}
+
+
+def adopt(facts: dict) -> None:
+    """Answer SHARED from ``facts`` (another process's ``shared()``) instead of importing vLLM; other keys, and
+    values that are not lists, are ignored (those facts are then read from vLLM as before)."""
+    _adopted.update({k: tuple(v) for k, v in facts.items() if k in SHARED and isinstance(v, list)})
+    for name in SHARED:
+        globals()[name].cache_clear()  # an answer read before this one
 
 
 @functools.lru_cache(maxsize=None)
@@ -25,6 +47,8 @@ def _cache_module():
 
 @functools.lru_cache(maxsize=None)
 def kv_cache_dtypes() -> tuple[str, ...]:
+    if "kv_cache_dtypes" in _adopted:
+        return _adopted["kv_cache_dtypes"]
     mod = _cache_module()
     dtypes = getattr(mod, "CacheDType", None) if mod else None
     return tuple(typing.get_args(dtypes)) if dtypes is not None else ()
@@ -32,6 +56,8 @@ def kv_cache_dtypes() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=None)
 def mamba_cache_modes() -> tuple[str, ...]:
+    if "mamba_cache_modes" in _adopted:
+        return _adopted["mamba_cache_modes"]
     mod = _cache_module()
     modes = getattr(mod, "MambaCacheMode", None) if mod else None
     return tuple(typing.get_args(modes)) if modes is not None else ("align", "none")
@@ -125,6 +151,8 @@ def runnable_families() -> tuple[str, ...]:
 @functools.lru_cache(maxsize=None)
 def mamba_dtypes() -> tuple[str, ...]:
     """Values of mamba_cache_dtype / mamba_ssm_cache_dtype this vLLM knows ("auto" first)."""
+    if "mamba_dtypes" in _adopted:
+        return _adopted["mamba_dtypes"]
     mod = _cache_module()
     dtypes = getattr(mod, "MambaDType", None) if mod else None
     return tuple(typing.get_args(dtypes)) if dtypes is not None else ("auto",)

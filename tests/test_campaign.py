@@ -376,6 +376,38 @@ def test_a_platform_survives_its_file_and_a_worker_loads_it(tmp_path):
         assert f"--platform-file {path}: not a platform written by campaign" in r.stderr, (text, r.stderr)
 
 
+def test_a_worker_handed_the_platform_draws_and_checks_cases_without_importing_vllm(tmp_path):
+    """A worker's own work (drawing sessions, the strict loader's checks of each case, the corpus's signatures) needs
+    vLLM's accepted values; the platform file carries them (vllm_facts.shared), so the worker never imports vLLM or
+    torch: on the H200 (2026-12-03) twelve workers importing vLLM at a campaign's start took 15 % of the host's CPU."""
+    from hybridfuzz.strategies import detect_platform
+
+    detected = detect_platform()
+    assert detected.vllm_facts["kv_cache_dtypes"] and "auto" in detected.vllm_facts["mamba_dtypes"], detected.vllm_facts
+    path = tmp_path / "platform.json"
+    path.write_text(detected.to_json())
+    code = f"""
+import sys
+from hybridfuzz import vllm_facts
+from hybridfuzz.campaign.loop import draw_ahead
+from hybridfuzz.campaign.worker import load_platform
+from hybridfuzz.case import dump_case, load_case
+from hybridfuzz.findings import known_signatures
+from hybridfuzz.strategies import sessions
+platform = load_platform({str(path)!r})
+drawn = draw_ahead(sessions(platform, 8, 12, 4), 0, 40)
+checked = [load_case(dump_case(c)) for s in drawn for c in s]
+print(len(checked), len(known_signatures("corpus")), vllm_facts.kv_cache_dtypes() == tuple(platform.vllm_facts["kv_cache_dtypes"]))
+print(sorted(m for m in ("vllm", "torch") if m in sys.modules))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    counts, imported = r.stdout.strip().splitlines()[-2:]
+    cases, sigs, same = counts.split()
+    assert int(cases) >= 40 and int(sigs) > 0 and same == "True", r.stdout
+    assert imported == "[]", r.stdout
+
+
 @pytest.mark.engine
 def test_background_shrinker_goes_on_after_a_job_that_fails(tmp_path):
     """A job that raises (its file is gone here; a fork server that would not restart on the H200) leaves that

@@ -81,19 +81,23 @@ def test_an_unknown_schedule_is_one_line_naming_the_variable():
 
 @pytest.mark.engine
 @pytest.mark.parametrize("kind", ["forkserver", "subprocess"])
-def test_engines_of_every_offline_host_keep_triton_autotuning_results(host, kind, monkeypatch):
-    """Each engine process runs with Triton's autotune cache on (engines/base.py ENGINE_DEFAULTS), and its Trace says so:
-    on a GPU a fresh engine per session would otherwise benchmark every config of every FLA and Mamba kernel again. The
-    caller's environment overrides it, so that the two can be measured against each other."""
+def test_engines_of_every_offline_host_run_with_the_engine_defaults(host, kind, monkeypatch):
+    """Each engine process runs with every ENGINE_DEFAULTS variable (engines/base.py) and its Trace says so: Triton's
+    autotune cache on (on a GPU a fresh engine per session would otherwise benchmark every config of every FLA and
+    Mamba kernel again) and humming's background builds off (two torch-importing processes per engine otherwise).
+    The caller's environment overrides a default, so that the two can be measured against each other."""
     from hybridfuzz.case import Case, Generate
+    from hybridfuzz.engines.base import ENGINE_DEFAULTS
     from hybridfuzz.hosts import make_host
     from hybridfuzz.model import FULL, LINEAR, ModelSpec
 
     case = Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([[5, 6, 7]], max_tokens=2)])
-    monkeypatch.delenv("TRITON_CACHE_AUTOTUNING", raising=False)
+    assert ENGINE_DEFAULTS["HUMMING_DISABLE_PARALLEL_BUILD"] == "1"
+    for name in ENGINE_DEFAULTS:
+        monkeypatch.delenv(name, raising=False)
     trace = host.run(case) if kind == "forkserver" else make_host(kind, timeout=300).run(case)
     assert trace.outcome == "ok", trace.error
-    assert trace.engine_settings["TRITON_CACHE_AUTOTUNING"] == "1", trace.engine_settings
+    assert {k: trace.engine_settings.get(k) for k in ENGINE_DEFAULTS} == ENGINE_DEFAULTS, trace.engine_settings
     monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")
     with make_host(kind, workers=1, timeout=300, warm=False) as h:  # a new host: a fork server reads it at launch
         trace = h.run(case)

@@ -76,6 +76,66 @@ def test_hf_imports_every_module_from_the_snapshot_and_keeps_it(site):
     assert not os.path.exists(marker)  # HF_RESNAPSHOT=1 takes a new one
 
 
+def test_hf_leaves_bytecode_of_the_whole_snapshot_where_python_writes_none(site):
+    """A host whose Python writes no .pyc (the H200's: every process compiled every source it imported, 2026-12-03)
+    still gets bytecode for every module of the snapshot, imported or not, where imports through the link farm
+    look for it."""
+    sum_file, site_dir = site
+    r = hf(sum_file, site_dir, "python3", "-c", "print('ok')", env={"PYTHONDONTWRITEBYTECODE": "1"})
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stderr[-3000:]
+    tag = sys.implementation.cache_tag
+    src = site_dir + ".src"
+    for path in ("hybridfuzz/__pycache__/case", "hybridfuzz/campaign/__pycache__/loop", "hybridfuzz/export/__pycache__/issue",
+                 "hybridfuzz/strategies/__pycache__/platform", "hybridfuzz/oracles/__pycache__/compare"):
+        assert os.path.isfile(os.path.join(src, f"{path}.{tag}.pyc")), path
+
+
+def _fake_bundle(tmp_path):
+    """(parts dir, SHA256 file) of a bundle shaped like make-bundle.sh's: whl/ holding one tiny wheel, and a
+    vllm-tree.tar.xz, as one tar cut into parts."""
+    import hashlib
+    import tarfile
+    import zipfile
+
+    b = tmp_path / "bundle"
+    (b / "whl").mkdir(parents=True)
+    with zipfile.ZipFile(b / "whl" / "tinymod-0.1-py3-none-any.whl", "w") as z:
+        z.writestr("tinymod/__init__.py", "VALUE = 1\n")
+        z.writestr("tinymod-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: tinymod\nVersion: 0.1\n")
+        z.writestr("tinymod-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("tinymod-0.1.dist-info/RECORD", "")
+    tree = tmp_path / "tree" / "tinytree"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("X = 2\n")
+    with tarfile.open(b / "vllm-tree.tar.xz", "w:xz") as t:
+        t.add(tree, arcname="tinytree")
+    with tarfile.open(tmp_path / "bundle.tar", "w") as t:
+        for name in ("whl", "vllm-tree.tar.xz"):
+            t.add(b / name, arcname=name)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    data = (tmp_path / "bundle.tar").read_bytes()
+    (parts / "part-000").write_bytes(data[:len(data) // 2])
+    (parts / "part-001").write_bytes(data[len(data) // 2:])
+    (tmp_path / "sha256").write_text(hashlib.sha256(data).hexdigest() + "\n")
+    return str(parts), str(tmp_path / "sha256")
+
+
+@pytest.mark.engine
+def test_install_on_host_leaves_bytecode_where_python_writes_none(tmp_path):
+    """install-on-host.sh compiles what it installed, wheels and vLLM's tree alike, once: on the H200 (2026-12-03)
+    the host's Python wrote no .pyc, and 55 % of the host's CPU went to compiling sources at import."""
+    parts, sha = _fake_bundle(tmp_path)
+    target = tmp_path / "site"
+    r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "install-on-host.sh"), parts, sha, str(target)], capture_output=True,
+                       text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert "bytecode: " in r.stdout and " .pyc files in " in r.stdout, r.stdout
+    tag = sys.implementation.cache_tag
+    for module in ("tinymod", "tinytree"):
+        assert (target / module / "__pycache__" / f"__init__.{tag}.pyc").is_file(), module
+
+
 def test_hf_without_an_installed_site_fails_and_runs_nothing(tmp_path):
     sum_file = tmp_path / "sha256"
     sum_file.write_text(SUM + "\n")

@@ -43,16 +43,20 @@ def worker_name(campaign_dir: str, index: int) -> str:
 
 
 def load_platform(platform_file: str):
-    """The platform the supervisor detected once for all workers (campaign/supervisor.py); ValueError, naming the
-    file, when it holds no platform."""
+    """The platform the supervisor detected once for all workers (campaign/supervisor.py), its vLLM facts adopted
+    (this process then draws and checks cases without importing vLLM); ValueError, naming the file, when it holds
+    no platform."""
+    from hybridfuzz import vllm_facts
     from hybridfuzz.strategies.platform import Platform
 
     with open(platform_file) as f:
         text = f.read()
     try:
-        return Platform.from_json(text)
+        platform = Platform.from_json(text)
+        vllm_facts.adopt(platform.vllm_facts)
     except (ValueError, TypeError, AttributeError) as e:  # not JSON, not an object, fields missing or unknown
         raise ValueError(f"{platform_file}: not a platform written by campaign ({type(e).__name__}: {e})") from None
+    return platform
 
 
 def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings: WorkerSettings, platform=None,

@@ -177,6 +177,13 @@ ENGINE_DEFAULTS = {
     # 5-6 s for one engine alone. The winner of a tuning run measured beside 20 other engines is no worse a choice
     # than a fresh one, and one choice for every engine of a host keeps a case and its reference on the same configs.
     "TRITON_CACHE_AUTOTUNING": "1",
+    # ``import humming`` (vLLM's optional quantized-GEMM kernels, in the GPU bundles since 0.32.0) starts two Python
+    # processes that import torch and build humming's launcher and NVRTC helper "in the background", in every process
+    # that imports it, which is every engine. In the default H200 campaign of 2026-12-03 (py-spy over all its
+    # processes, results/gpu-h200-2026-12-03-s19/) those 62 processes took 40 % of the host's CPU, twice what the
+    # engines themselves used. With this set humming builds only when one of its kernels is first used (the tiny
+    # models never quantize weights, so never).
+    "HUMMING_DISABLE_PARALLEL_BUILD": "1",
 }
 ENGINE_ENV_RECORDED = tuple(ENGINE_DEFAULTS)  # recorded in each Trace's engine_settings (offline._startup)
 
