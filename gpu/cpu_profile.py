@@ -5,7 +5,11 @@ under that load do not say which work is costly. py-spy samples only threads on 
 sample counts are CPU time. Printed: samples by process kind, by stage of an engine's life (the first CATEGORY
 whose pattern a stack holds), and the functions most often on the stack.
 
-    python3 gpu/cpu_profile.py PROFILE.txt [--top 30]
+    python3 gpu/cpu_profile.py PROFILE.txt [--top 30] [--folded OUT.txt.gz]
+
+``--folded`` also writes the profile small enough to commit: each stack as "[process kind];frames" without line
+numbers, merged, those of at least FOLDED_MIN samples (a raw profile of a 10-minute H200 campaign: 9.7 MB
+gzipped; folded: 0.3 MB, 72 % of its samples).
 """
 from __future__ import annotations
 
@@ -79,6 +83,20 @@ def category(frames: list[str]) -> str:
     return "other"
 
 
+FOLDED_MIN = 5
+
+
+def fold(text: str, min_samples: int = FOLDED_MIN) -> str:
+    """The ``--folded`` form: a header line, then "[kind];frame;frame N" per merged stack, most samples first."""
+    merged: collections.Counter = collections.Counter()
+    for cmds, frames, n in records(text):
+        merged[f"[{process_kind(cmds, frames)}];" + ";".join(re.sub(r":\d+\)", ")", f) for f in frames)] += n
+    total = sum(merged.values())
+    kept = [(stack, n) for stack, n in merged.most_common() if n >= min_samples]
+    head = f"# py-spy raw profile folded by gpu/cpu_profile.py: stacks of >= {min_samples} samples, {sum(n for _, n in kept)} of {total}\n"
+    return head + "".join(f"{stack} {n}\n" for stack, n in kept)
+
+
 def summarize(text: str, top: int = 30) -> str:
     kinds, cats, inclusive, own = (collections.Counter() for _ in range(4))
     total = 0
@@ -106,6 +124,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("profile")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--folded", help="also write the folded profile here (gzipped)")
     a = ap.parse_args(argv)
     try:
         with open(a.profile, errors="replace") as f:
@@ -114,6 +133,11 @@ def main(argv=None) -> int:
         print(f"cpu_profile: {a.profile}: {e.strerror}", file=sys.stderr)
         return 2
     print(summarize(text, a.top))
+    if a.folded:
+        import gzip
+
+        with gzip.open(a.folded, "wt") as f:
+            f.write(fold(text))
     return 0
 
 

@@ -49,3 +49,11 @@ def test_the_summary_prints_shares_and_a_bad_path_is_one_line():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "gpu", "cpu_profile.py"), "/nonexistent/prof.txt"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == ["cpu_profile: /nonexistent/prof.txt: No such file or directory"]
+
+
+def test_the_folded_profile_merges_stacks_by_kind_without_line_numbers():
+    twice = RAW + RAW.replace(":1360)", ":1361)")  # the same stacks, one line number moved
+    folded = cpu_profile.fold(twice, min_samples=21).splitlines()
+    assert folded[0].startswith("# py-spy raw profile folded by gpu/cpu_profile.py: stacks of >= 21 samples, 160 of 200")
+    assert folded[1].startswith("[python -c import humming.ops.utils];<module> (<string>);_find_and_load (<frozen importlib._bootstrap>)")
+    assert folded[1].endswith(" 100") and folded[2].endswith(" 60") and len(folded) == 3  # the two stacks of 20 dropped

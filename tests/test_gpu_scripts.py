@@ -334,6 +334,47 @@ def test_timed_campaign_logs_its_run_and_leaves_a_status_file(tmp_path):
         subprocess.run(["rm", "-rf", sum_file, site, site + ".src"])
 
 
+FAKE_PYSPY = """#!/usr/bin/env bash
+# stands in for py-spy: records its arguments, waits for the profiled process to end, then writes a raw profile
+echo "$@" > "$(dirname "$0")/args"
+while [ $# -gt 0 ]; do case $1 in --pid) pid=$2; shift ;; -o) out=$2; shift ;; esac; shift; done
+while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+printf 'process %s:"python3 -m hybridfuzz.cli campaign";main (hybridfuzz/cli/__init__.py:80) 7\\n' "$pid" > "$out"
+"""
+
+
+def test_timed_campaign_profiles_the_campaign_when_given_py_spy(tmp_path):
+    """HF_PYSPY: the campaign's own Python process is profiled with its subprocesses, and the profile comes back
+    summarized, folded and gzipped where pack-results.sh picks it up."""
+    tag = f"p{os.getpid()}"
+    sum_file, site = f"/tmp/sha{tag}", f"/tmp/site{tag}"
+    spy = tmp_path / "bin" / "py-spy"
+    spy.parent.mkdir()
+    spy.write_text(FAKE_PYSPY)
+    spy.chmod(0o755)
+    try:
+        with open(sum_file, "w") as f:
+            f.write(SUM + "\n")
+        os.makedirs(site, exist_ok=True)
+        open(os.path.join(site, f".installed-{SUM}"), "w").close()
+        res = tmp_path / "res"
+        r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "timed-campaign.sh"), tag, "c", "5", "1"], capture_output=True,
+                           text=True, env={**os.environ, "HF_RES": str(res), "HF_PYSPY": str(spy)}, timeout=600)
+        assert r.returncode == 3, r.stderr  # the campaign's own status: no GPU here
+        args = (spy.parent / "args").read_text().split()
+        assert args[:2] == ["record", "--pid"] and {"--subprocesses", "--nonblocking", "raw"} <= set(args), args
+        assert args[args.index("--rate") + 1] == "5"
+        chain = (res / "chain.log").read_text()
+        assert f"c py-spy on pid {args[2]} " in chain and "c rc 3 " in chain, chain
+        assert (res / "c-prof-summary.txt").read_text().startswith("7 samples (CPU time only)")
+        assert (res / "c-prof.txt.gz").exists() and (res / "c-prof-folded.txt.gz").exists()
+        out = tmp_path / "out"
+        subprocess.run(["bash", os.path.join(ROOT, "gpu", "pack-results.sh"), str(res), str(out)], capture_output=True, timeout=60)
+        assert (out / "c-prof-summary.txt").exists() and (out / "c-prof-folded.txt.gz").exists()
+    finally:
+        subprocess.run(["rm", "-rf", sum_file, site, site + ".src"])
+
+
 def test_kernel_caches_save_only_what_the_host_compiled_since_its_restore(tmp_path):
     """save-new: the files a host wrote after its restore, and nothing it was given; restoring the whole save and
     then the new files gives a third host both (the fourteenth session's H200 compiled about 100 MB on top of its

@@ -249,6 +249,48 @@ def test_rebuild_without_progress_is_a_start_up_death():
     assert t.outcome == "crash" and "start-up" in t.error.message
 
 
+def test_a_start_up_that_hung_keeps_where_it_ran():
+    """A start-up hang or crash is rebuilt with the environment the child recorded first (``starting``), so a GPU
+    finding is not recorded as a CPU observation with the host CPU's ISA (dd27d43b, H200, 2026-12-03)."""
+    from hybridfuzz.findings import observation_of
+    from hybridfuzz.oracles.health import check_health
+
+    starting = Trace(env={"vllm": "0.32.0", "torch": "2.13.0+cu130", "device": "NVIDIA H200"},
+                     engine_settings={"TRITON_CACHE_AUTOTUNING": "1"}).to_dict()
+    (t,) = rebuild([{"event": "starting", "trace": starting}], "timeout", ErrorInfo("Timeout", "no progress within 300 s"))
+    assert t.outcome == "timeout" and "start-up" in t.error.message
+    assert t.env["device"] == "NVIDIA H200" and t.engine_settings == {"TRITON_CACHE_AUTOTUNING": "1"}
+    obs = observation_of(check_health(t), t.env)
+    assert (obs.vllm, obs.device, obs.isa) == ("0.32.0", "NVIDIA H200", "")
+
+
+@pytest.mark.engine
+def test_an_engine_says_where_it_runs_before_it_starts():
+    """run_session's first event is ``starting``, with the environment, before the model is built (in a process of
+    its own, as an engine host runs it)."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json
+from hybridfuzz.case import Case, Generate
+from hybridfuzz.engines.offline import run_session
+from hybridfuzz.model import FULL, LINEAR, ModelSpec
+events = []
+traces = run_session([Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([[5, 6]], max_tokens=2)])], events.append)
+print(json.dumps({"outcome": traces[0].outcome, "env": traces[0].env, "events": [e["event"] for e in events[:2]],
+                  "first_env": events[0]["trace"]["env"]}))
+"""
+    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["outcome"] == "ok" and out["events"] == ["starting", "started"], out
+    assert out["first_env"] == out["env"] and out["env"]["device"] == "cpu", out
+
+
 def test_history_case_writes_out_the_prelude_steps():
     a, b = _case(Generate(prompts=[[5, 6]]), Sleep(level=1)), _case(Generate(prompts=[[7]]))
     hist = history_case([a, b], [Trace(), Trace(warm_cases=1, prelude=["wake_up", "reset_prefix_cache"])], 1)

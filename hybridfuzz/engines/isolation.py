@@ -75,10 +75,13 @@ def rebuild(events: list[dict], outcome: str, error: ErrorInfo) -> list[Trace]:
     """Traces from a dead child's progress events: finished cases whole, the last one cut at its step."""
     traces: list[Trace] = []
     current: Trace | None = None
+    starting: Trace | None = None  # where the engine was being started: environment and settings
     hung: tuple[int, str] | None = None
     for e in events:
         kind = e.get("event")
-        if kind == "started":
+        if kind == "starting":
+            starting = Trace.from_dict(e["trace"])
+        elif kind == "started":
             current = Trace.from_dict(e["trace"])
             if current.outcome != "ok":  # it did not start: that Trace is complete
                 return [current]
@@ -99,7 +102,7 @@ def rebuild(events: list[dict], outcome: str, error: ErrorInfo) -> list[Trace]:
     if current is None:  # died between cases, or before the engine started
         if traces:
             return traces
-        current = Trace()
+        current = Trace(env=starting.env, engine_settings=dict(starting.engine_settings)) if starting else Trace()
         where = "start-up"
     elif hung is not None:
         where = f"step {hung[0]} ({hung[1]})"

@@ -161,8 +161,11 @@ def device_kind() -> str:
 Progress = Callable[[dict], None]
 
 
-def _startup(case: Case, trace: Trace):
-    """Build the model and the engine; None (and the Trace says why) when it did not start."""
+def _startup(case: Case, trace: Trace, progress: Progress | None = None):
+    """Build the model and the engine; None (and the Trace says why) when it did not start. ``progress`` first gets
+    a ``starting`` event with the environment and settings, so a host that must rebuild the Trace of a start-up that
+    hung or crashed knows where it ran (without it such a GPU finding was recorded as a CPU observation, with the
+    host CPU's ISA: results/gpu-h200-2026-12-03-s19/, dd27d43b)."""
     from hybridfuzz.model import build_model
 
     t0, c0 = time.perf_counter(), cpu_seconds()
@@ -177,6 +180,8 @@ def _startup(case: Case, trace: Trace):
         for name in ENGINE_ENV_RECORDED:
             trace.engine_settings[name] = os.environ.get(name, "")
         trace.env = environment()
+        if progress is not None:
+            progress({"event": "starting", "trace": trace.to_dict()})
         model_dir = str(build_model(case.model))
         from vllm import LLM
 
@@ -310,7 +315,7 @@ def run_session(cases: list[Case], progress: Progress | None = None) -> list[Tra
     t0, c0 = time.perf_counter(), cpu_seconds()
     traces: list[Trace] = []
     first = Trace()
-    llm = _startup(cases[0], first)
+    llm = _startup(cases[0], first, progress)
     progress({"event": "started", "trace": first.to_dict()})
     if llm is None:
         first.timings["total_s"] = time.perf_counter() - t0
