@@ -69,6 +69,13 @@ def expectation(case: Case, vllm: str, isa: str, device: str = "cpu") -> Expecta
                                      f"`hybridfuzz replay {{case}} --runs 3 --record` records it")
     runs = sum(o.runs for o in here)
     hits = sum(o.reproductions for o in here)
+    clean = [o for o in here if o.verdict == "pass"]
+    if hits and clean:
+        # Machines of this class disagree: one passed every run, another diverged. The class does not decide the
+        # outcome (LFM2's batch-drift cases passed on the AVX2 box of 2026-12-01 and diverged on the AVX2 box of
+        # 2026-12-03), so nothing can be asserted here.
+        return Expectation(None, why=f"machines of this CPU class ({isa}) disagree: {hits} of {runs} recorded runs diverged, "
+                                     f"and {sum(o.runs for o in clean)} run(s) on another machine all passed")
     if hits == 0:  # it does not reproduce here: what was seen instead (a pass, or a refusal of this CPU)
         return Expectation(here[-1].verdict, why=f"recorded here ({isa}): 0 of {runs} runs diverged, {here[-1].verdict}")  # type: ignore[arg-type]
     return Expectation("divergence", runs_for(hits / runs), f"recorded here ({isa}): {hits} of {runs} runs diverged")

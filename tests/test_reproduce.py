@@ -43,6 +43,29 @@ def test_expectation_per_machine(observed, isa, verdict, runs):
         assert "x86_64/avx2: 3/3" in exp.skip and isa in exp.skip
 
 
+def test_machines_of_one_class_that_disagree_assert_nothing():
+    """A case that passed on one AVX2 machine and diverged on another: the CPU class does not decide it, so the
+    corpus skips it there with the reason, instead of failing on one of the two machines."""
+    exp = expectation(_case(obs("x86_64/avx2", 1, 0), obs("x86_64/avx2", 3, 3)), "0.32.0", "x86_64/avx2")
+    assert exp.verdict is None and "disagree" in exp.skip and "3 of 4" in exp.skip, exp.why
+    one_machine = expectation(_case(obs("x86_64/avx2", 3, 2)), "0.32.0", "x86_64/avx2")  # a rate, not a disagreement
+    assert one_machine.verdict == "divergence"
+
+
+def test_recording_keeps_a_disagreeing_machine_of_the_same_class():
+    """``replay --record`` replaces the record of its own verdict on this class and keeps one of another verdict,
+    so the disagreement, once seen, stays in the file."""
+    from hybridfuzz.findings import with_observation
+
+    case = _case(obs("x86_64/avx2", 1, 0), obs("x86_64/avx512_bf16", 3, 3))
+    case = with_observation(case, obs("x86_64/avx2", 3, 3))
+    assert [(o.isa, o.verdict) for o in case.observed] == [
+        ("x86_64/avx2", "pass"), ("x86_64/avx512_bf16", "divergence"), ("x86_64/avx2", "divergence")]
+    case = with_observation(case, obs("x86_64/avx2", 3, 2))  # the same machine again: its own record is replaced
+    assert [(o.isa, o.verdict, o.reproduced) for o in case.observed][-1] == ("x86_64/avx2", "divergence", 2)
+    assert len(case.observed) == 3
+
+
 def test_pass_and_missing_expectations():
     case = load_case(CASE.replace("divergence", "pass"))
     assert expectation(case, "0.32.0", "x86_64/avx2").verdict == "pass"
