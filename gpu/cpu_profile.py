@@ -86,11 +86,16 @@ def category(frames: list[str]) -> str:
 FOLDED_MIN = 5
 
 
+def _unnumbered(frame: str) -> str:
+    """A frame without its line number: one function, wherever in it the sample fell."""
+    return re.sub(r":\d+\)", ")", frame)
+
+
 def fold(text: str, min_samples: int = FOLDED_MIN) -> str:
     """The ``--folded`` form: a header line, then "[kind];frame;frame N" per merged stack, most samples first."""
     merged: collections.Counter = collections.Counter()
     for cmds, frames, n in records(text):
-        merged[f"[{process_kind(cmds, frames)}];" + ";".join(re.sub(r":\d+\)", ")", f) for f in frames)] += n
+        merged[f"[{process_kind(cmds, frames)}];" + ";".join(_unnumbered(f) for f in frames)] += n
     total = sum(merged.values())
     kept = [(stack, n) for stack, n in merged.most_common() if n >= min_samples]
     head = f"# py-spy raw profile folded by gpu/cpu_profile.py: stacks of >= {min_samples} samples, {sum(n for _, n in kept)} of {total}\n"
@@ -104,10 +109,10 @@ def summarize(text: str, top: int = 30) -> str:
         total += n
         kinds[process_kind(cmds, frames)] += n
         cats[category(frames)] += n
-        for f in set(re.sub(r":\d+\)", ")", f) for f in frames):
+        for f in set(_unnumbered(f) for f in frames):
             inclusive[f] += n
         if frames:
-            own[re.sub(r":\d+\)", ")", frames[-1])] += n
+            own[_unnumbered(frames[-1])] += n
     if not total:
         return "no samples"
     pct = lambda c: f"{100 * c / total:5.1f} %"  # noqa: E731

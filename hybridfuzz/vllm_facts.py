@@ -16,8 +16,20 @@ import typing
 # The facts a campaign's workers need to draw and check cases, read once by the supervisor and handed to them with
 # the platform (strategies.platform.Platform.vllm_facts). In the H200 campaign of 2026-12-03 (py-spy over all its
 # processes, results/gpu-h200-2026-12-03-s19/) twelve workers importing vLLM for them took 15 % of the host's CPU.
-SHARED = ("kv_cache_dtypes", "mamba_cache_modes", "mamba_dtypes")
+SHARED: list[str] = []  # the facts of the functions marked @shareable, by name
 _adopted: dict[str, tuple[str, ...]] = {}
+
+
+def shareable(fn):
+    """A cached fact that answers from ``adopt`` when another process handed it over, else from vLLM."""
+    SHARED.append(fn.__name__)
+
+    @functools.lru_cache(maxsize=None)
+    @functools.wraps(fn)
+    def answer() -> tuple[str, ...]:
+        return _adopted[fn.__name__] if fn.__name__ in _adopted else fn()
+
+    return answer
 
 
 def shared() -> dict[str, list[str]]:
@@ -45,19 +57,15 @@ def _cache_module():
     return cache
 
 
-@functools.lru_cache(maxsize=None)
+@shareable
 def kv_cache_dtypes() -> tuple[str, ...]:
-    if "kv_cache_dtypes" in _adopted:
-        return _adopted["kv_cache_dtypes"]
     mod = _cache_module()
     dtypes = getattr(mod, "CacheDType", None) if mod else None
     return tuple(typing.get_args(dtypes)) if dtypes is not None else ()
 
 
-@functools.lru_cache(maxsize=None)
+@shareable
 def mamba_cache_modes() -> tuple[str, ...]:
-    if "mamba_cache_modes" in _adopted:
-        return _adopted["mamba_cache_modes"]
     mod = _cache_module()
     modes = getattr(mod, "MambaCacheMode", None) if mod else None
     return tuple(typing.get_args(modes)) if modes is not None else ("align", "none")
@@ -148,11 +156,9 @@ def runnable_families() -> tuple[str, ...]:
     return tuple(f.name for f in family_support() if f.runnable)
 
 
-@functools.lru_cache(maxsize=None)
+@shareable
 def mamba_dtypes() -> tuple[str, ...]:
     """Values of mamba_cache_dtype / mamba_ssm_cache_dtype this vLLM knows ("auto" first)."""
-    if "mamba_dtypes" in _adopted:
-        return _adopted["mamba_dtypes"]
     mod = _cache_module()
     dtypes = getattr(mod, "MambaDType", None) if mod else None
     return tuple(typing.get_args(dtypes)) if dtypes is not None else ("auto",)

@@ -312,26 +312,32 @@ def test_kernel_caches_survive_a_save_and_restore_on_another_home(tmp_path):
     assert (fresh / ".cache" / "flashinfer" / "0.6" / "m.so").read_bytes() == b"jit"
 
 
-def test_timed_campaign_logs_its_run_and_leaves_a_status_file(tmp_path):
-    """gpu/timed-campaign.sh on CPU: `campaign --engine gpu` refuses at once here (exit 3, no GPU); the wrapper
-    still records the start and the exit status in chain.log and writes campaign-status's JSON beside it."""
+@pytest.fixture
+def tagged_site():
+    """The TAG of a site that counts as installed where gpu/timed-campaign.sh looks for it (/tmp/shaTAG,
+    /tmp/siteTAG), removed afterwards."""
     tag = f"t{os.getpid()}"
     sum_file, site = f"/tmp/sha{tag}", f"/tmp/site{tag}"
-    try:
-        with open(sum_file, "w") as f:
-            f.write(SUM + "\n")
-        os.makedirs(site, exist_ok=True)
-        open(os.path.join(site, f".installed-{SUM}"), "w").close()
-        res = tmp_path / "res"
-        r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "timed-campaign.sh"), tag, "c", "5", "1"], capture_output=True,
-                           text=True, env={**os.environ, "HF_RES": str(res)}, timeout=600)
-        assert r.returncode == 3, r.stderr  # the campaign's own status: no GPU here
-        chain = (res / "chain.log").read_text().splitlines()
-        assert chain[0].startswith("c start ") and chain[1].startswith("c rc 3 "), chain
-        assert "--engine gpu" in (res / "c.log").read_text()
-        assert (res / "c-status.json").exists()
-    finally:
-        subprocess.run(["rm", "-rf", sum_file, site, site + ".src"])
+    with open(sum_file, "w") as f:
+        f.write(SUM + "\n")
+    os.makedirs(site, exist_ok=True)
+    open(os.path.join(site, f".installed-{SUM}"), "w").close()
+    yield tag
+    subprocess.run(["rm", "-rf", sum_file, site, site + ".src"])
+
+
+def test_timed_campaign_logs_its_run_and_leaves_a_status_file(tmp_path, tagged_site):
+    """gpu/timed-campaign.sh on CPU: `campaign --engine gpu` refuses at once here (exit 3, no GPU); the wrapper
+    still records the start and the exit status in chain.log and writes campaign-status's JSON beside it."""
+    tag = tagged_site
+    res = tmp_path / "res"
+    r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "timed-campaign.sh"), tag, "c", "5", "1"], capture_output=True,
+                       text=True, env={**os.environ, "HF_RES": str(res)}, timeout=600)
+    assert r.returncode == 3, r.stderr  # the campaign's own status: no GPU here
+    chain = (res / "chain.log").read_text().splitlines()
+    assert chain[0].startswith("c start ") and chain[1].startswith("c rc 3 "), chain
+    assert "--engine gpu" in (res / "c.log").read_text()
+    assert (res / "c-status.json").exists()
 
 
 FAKE_PYSPY = """#!/usr/bin/env bash
@@ -343,36 +349,28 @@ printf 'process %s:"python3 -m hybridfuzz.cli campaign";main (hybridfuzz/cli/__i
 """
 
 
-def test_timed_campaign_profiles_the_campaign_when_given_py_spy(tmp_path):
+def test_timed_campaign_profiles_the_campaign_when_given_py_spy(tmp_path, tagged_site):
     """HF_PYSPY: the campaign's own Python process is profiled with its subprocesses, and the profile comes back
     summarized, folded and gzipped where pack-results.sh picks it up."""
-    tag = f"p{os.getpid()}"
-    sum_file, site = f"/tmp/sha{tag}", f"/tmp/site{tag}"
+    tag = tagged_site
     spy = tmp_path / "bin" / "py-spy"
     spy.parent.mkdir()
     spy.write_text(FAKE_PYSPY)
     spy.chmod(0o755)
-    try:
-        with open(sum_file, "w") as f:
-            f.write(SUM + "\n")
-        os.makedirs(site, exist_ok=True)
-        open(os.path.join(site, f".installed-{SUM}"), "w").close()
-        res = tmp_path / "res"
-        r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "timed-campaign.sh"), tag, "c", "5", "1"], capture_output=True,
-                           text=True, env={**os.environ, "HF_RES": str(res), "HF_PYSPY": str(spy)}, timeout=600)
-        assert r.returncode == 3, r.stderr  # the campaign's own status: no GPU here
-        args = (spy.parent / "args").read_text().split()
-        assert args[:2] == ["record", "--pid"] and {"--subprocesses", "--nonblocking", "raw"} <= set(args), args
-        assert args[args.index("--rate") + 1] == "5"
-        chain = (res / "chain.log").read_text()
-        assert f"c py-spy on pid {args[2]} " in chain and "c rc 3 " in chain, chain
-        assert (res / "c-prof-summary.txt").read_text().startswith("7 samples (CPU time only)")
-        assert (res / "c-prof.txt.gz").exists() and (res / "c-prof-folded.txt.gz").exists()
-        out = tmp_path / "out"
-        subprocess.run(["bash", os.path.join(ROOT, "gpu", "pack-results.sh"), str(res), str(out)], capture_output=True, timeout=60)
-        assert (out / "c-prof-summary.txt").exists() and (out / "c-prof-folded.txt.gz").exists()
-    finally:
-        subprocess.run(["rm", "-rf", sum_file, site, site + ".src"])
+    res = tmp_path / "res"
+    r = subprocess.run(["bash", os.path.join(ROOT, "gpu", "timed-campaign.sh"), tag, "c", "5", "1"], capture_output=True,
+                       text=True, env={**os.environ, "HF_RES": str(res), "HF_PYSPY": str(spy)}, timeout=600)
+    assert r.returncode == 3, r.stderr  # the campaign's own status: no GPU here
+    args = (spy.parent / "args").read_text().split()
+    assert args[:2] == ["record", "--pid"] and {"--subprocesses", "--nonblocking", "raw"} <= set(args), args
+    assert args[args.index("--rate") + 1] == "5"
+    chain = (res / "chain.log").read_text()
+    assert f"c py-spy on pid {args[2]} " in chain and "c rc 3 " in chain, chain
+    assert (res / "c-prof-summary.txt").read_text().startswith("7 samples (CPU time only)")
+    assert (res / "c-prof.txt.gz").exists() and (res / "c-prof-folded.txt.gz").exists()
+    out = tmp_path / "out"
+    subprocess.run(["bash", os.path.join(ROOT, "gpu", "pack-results.sh"), str(res), str(out)], capture_output=True, timeout=60)
+    assert (out / "c-prof-summary.txt").exists() and (out / "c-prof-folded.txt.gz").exists()
 
 
 def test_kernel_caches_save_only_what_the_host_compiled_since_its_restore(tmp_path):
