@@ -7,11 +7,17 @@ fresh engine; ``on_done`` hears whether it replayed. A job to ``confirm`` (a war
 engine has run yet) is replayed first, and shrunk only when that replay shows its signature. With ``slots``, a job waits for one of the
 host's shrink slots (campaign/slots.py) first. ``close()`` cuts a shrink short at the
 end of the budget: what is on disk is the smallest case found so far, and it is still
-replayed before it counts.
+replayed before it counts. A job not begun by then is left open (on disk, for a later run):
+in the H200 campaigns of 2026-12-03 every worker replayed each finding still queued after
+the budget, one fresh engine each, until the campaign was killed 120 s past its budget
+(results/gpu-h200-2026-12-03-s20/). Crashes, errors and NaNs go first: with 36 findings
+open and two shrink slots a host, the three that were shrunk were two start-up errors of
+known classes and a drift that was most likely noise.
 """
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import threading
 import time
@@ -41,6 +47,15 @@ class ShrinkOutcome:
     finished: bool  # False: the budget ended before the shrinker found nothing smaller
 
 
+def priority(signature: str) -> int:
+    """Lower runs first: the health oracle's findings (a crash, an error, a hang, a NaN: never rounding), then
+    wrong outputs, whose tolerance may be the thing at fault."""
+    return 0 if signature.startswith("health:") else 1
+
+
+_LAST = 2  # the queue's end-of-work marker sorts after every job
+
+
 class BackgroundShrinker:
     def __init__(self, make_host: Callable[[], object], parallel: int, budget_s: float, timeout_s: float,
                  on_done: Callable[[ShrinkOutcome], None], log: Callable[[str], None] = lambda line: None,
@@ -52,7 +67,8 @@ class BackgroundShrinker:
         self.on_done = on_done
         self.log = log
         self.slots = slots  # shared with the other workers of the host (None: shrink at once)
-        self._jobs: queue.Queue[ShrinkJob | None] = queue.Queue()
+        self._jobs: queue.PriorityQueue[tuple[int, int, ShrinkJob | None]] = queue.PriorityQueue()
+        self._submitted = itertools.count()  # first come, first served within a priority
         self.deadline = float("inf")  # no shrink runs past it (the loop sets its budget end plus a grace)
         self._thread = threading.Thread(target=self._work, name="hybridfuzz-shrinker", daemon=True)
         self._started = False
@@ -64,15 +80,22 @@ class BackgroundShrinker:
             self._started = True
             self._thread.start()
         self.pending += 1
-        self._jobs.put(ShrinkJob(signature, path, confirm))
+        self._put(ShrinkJob(signature, path, confirm))
+
+    def _put(self, job: ShrinkJob | None) -> None:
+        self._jobs.put((_LAST if job is None else priority(job.signature), next(self._submitted), job))
 
     def _work(self) -> None:
         host = self._make_host()
         try:
             while True:
-                job = self._jobs.get()
+                job = self._jobs.get()[-1]
                 if job is None:
                     return
+                if time.time() >= self.deadline:
+                    self.log(f"shrink {job.signature}: the budget ended before it began; left open")
+                    self.pending -= 1
+                    continue
                 try:
                     with self.slots.hold(self.deadline) if self.slots else contextlib.nullcontext():
                         self._shrink(job, host)
@@ -125,5 +148,5 @@ class BackgroundShrinker:
         if not self._started:
             return
         self.deadline = min(self.deadline, deadline)
-        self._jobs.put(None)
+        self._put(None)
         self._thread.join()

@@ -541,8 +541,10 @@ class FuzzLoop:
         self._target = None
 
     def stop(self) -> None:
-        """End at the next case (the shrink target in flight is still replayed)."""
+        """End at the next case (the shrink target in flight is still replayed; queued background shrinks are left open)."""
         self._deadline = 0.0
+        if self.shrinker is not None:
+            self.shrinker.deadline = min(self.shrinker.deadline, time.time())
 
     def run(self) -> Stats:
         run = 0
