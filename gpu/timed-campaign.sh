@@ -5,9 +5,9 @@
 #
 # TAG picks the bundle the session copied to /tmp/pTAG, /tmp/shaTAG and installs in /tmp/siteTAG (e.g. 26, 32).
 # Runs `campaign --engine gpu --dir $HF_RES/NAME --budget BUDGET_S`, SIGINT GRACE_S after its budget and SIGKILL
-# 60 s later (GRACE_S 180 leaves room for the wind-down: background shrinks stop 60 s past the budget and the one
-# in flight is still replayed, on one fresh engine; with 60 both campaigns of 2026-12-03 were killed before their
-# final summary); kills leftover workers; writes `campaign-status --json` to $HF_RES/NAME-status.json and start/end
+# 60 s later (GRACE_S 180 leaves room for the wind-down: background shrinks stop 60 s past the budget, and every
+# finding still queued is replayed once on a fresh engine; with 60 both campaigns of 2026-12-03 were killed before
+# their final summary, their workers replaying until about 140 s past the budget); kills leftover workers; writes `campaign-status --json` to $HF_RES/NAME-status.json and start/end
 # lines to $HF_RES/chain.log (HF_RES defaults to /tmp/res). Exits with the campaign's status.
 #
 # HF_PYSPY=PATH (a py-spy binary) also profiles every process of the campaign, on-CPU samples at $HF_PYSPY_RATE Hz

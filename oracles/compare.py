@@ -102,6 +102,17 @@ def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mism
     return None
 
 
+# What each kind's reason (above) says, for reading a kind back from a finding's evidence ("why: ..."); the
+# round trip is tested (tests/test_oracles.py), so a reason reworded above must be reworded here.
+_REASON_MARKS: tuple[tuple[MismatchKind, str], ...] = (
+    ("drift", "(drift > "), ("outside-top-k", "not in each other's top-"), ("flip", " nats > "), ("length", "lengths "))
+
+
+def mismatch_kind(reason: str) -> MismatchKind | None:
+    """The kind of the mismatch whose ``reason`` this is (None: not one of compare_requests' reasons)."""
+    return next((kind for kind, mark in _REASON_MARKS if mark in reason), None)
+
+
 def is_degenerate(tokens: list[int]) -> bool:
     """One token repeated over the whole output (at least 4 tokens)."""
     return len(tokens) >= 4 and len(set(tokens)) == 1

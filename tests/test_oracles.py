@@ -3,7 +3,7 @@ functions are tested: each rule must both pass and fail. (The oracles on real en
 traces are exercised in test_fault_detection.py and test_replay_cli.py.)"""
 import pytest
 
-from hybridfuzz.oracles.compare import EXACT, QUANTIZED, compare_requests, is_degenerate
+from hybridfuzz.oracles.compare import EXACT, QUANTIZED, compare_requests, is_degenerate, mismatch_kind
 from hybridfuzz.trace import RequestResult
 
 
@@ -39,6 +39,18 @@ def test_token_outside_top_k_is_divergence_unless_top_k_mostly_agree():
     a5 = req([1, 9], [[(1, -1.0), (2, -1.1), (3, -1.2), (4, -1.3), (5, -1.4)], [(9, -0.1)]])
     b5 = req([6, 9], [[(6, -1.0), (2, -1.1), (3, -1.2), (4, -1.3), (5, -1.4)], [(9, -0.1)]])
     assert compare_requests(a5, b5, QUANTIZED) is None  # 4 of 5 shared: a reordering, not a replacement
+
+
+def test_each_mismatch_kind_reads_back_from_its_reason():
+    """A finding keeps its mismatch only as evidence text ("why: ..."); triage (hybridfuzz/shared_features.py)
+    reads the kind back, so every kind compare_requests makes must come back as itself."""
+    made = [compare_requests(A, req([10, 11], [[(10, -0.6), (20, -1.4)], [(11, -0.3), (21, -2.0)]]), EXACT),
+            compare_requests(A, req([20, 5], [[(20, -0.1), (10, -5.0)], [(5, -0.1)]]), QUANTIZED),
+            compare_requests(A, req([99, 11], [[(99, -0.1), (98, -1.0)], [(11, -0.3)]]), QUANTIZED),
+            compare_requests(A, req([10], [[(10, -0.5), (20, -1.5)]]), EXACT)]
+    assert [m.kind for m in made] == ["drift", "flip", "outside-top-k", "length"]
+    assert [mismatch_kind(m.reason) for m in made] == [m.kind for m in made]
+    assert mismatch_kind("case error at step 1 (generate): boom") is None
 
 
 def test_degenerate():

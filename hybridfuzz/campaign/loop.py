@@ -541,7 +541,7 @@ class FuzzLoop:
         self._target = None
 
     def stop(self) -> None:
-        """End at the next case (the shrink target in flight is still replayed; queued background shrinks are left open)."""
+        """End at the next case (the shrink target in flight is still replayed; queued background shrinks are only replayed)."""
         self._deadline = 0.0
         if self.shrinker is not None:
             self.shrinker.deadline = min(self.shrinker.deadline, time.time())

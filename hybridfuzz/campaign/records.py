@@ -58,6 +58,8 @@ class CaseEvent:
     memory: str = ""  # model.memory, short or long ("" in files written before it existed)
     startup_cpu_s: float = 0.0  # CPU seconds of this case's engine start-up (0: warm engine, or files before it existed)
     cpu_s: float = 0.0  # CPU seconds of its engine process for this case, its start-up included (as seconds' startup)
+    backend: str = ""  # engine.attention_backend, "auto" when unset ("" in files written before it existed)
+    weights: str = ""  # online weight quantization (engine.extra.quantization), "none" ("" in older files)
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
@@ -72,7 +74,8 @@ class CaseEvent:
                    session_s=round(session_s, 3), startup_s=round((timings or {}).get("startup_s", 0.0), 3),
                    steps_s=round((timings or {}).get("steps_s", 0.0), 3), memory=case.model.memory,
                    startup_cpu_s=round((timings or {}).get("startup_cpu_s", 0.0), 3),
-                   cpu_s=round((timings or {}).get("cpu_s", 0.0), 3))
+                   cpu_s=round((timings or {}).get("cpu_s", 0.0), 3), backend=e.attention_backend or "auto",
+                   weights=str(e.extra.get("quantization") or "none"))
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
@@ -92,7 +95,8 @@ class CaseEvent:
                    wall=d.get("wall"), family=str(d.get("family", "")), graphs=d.get("graphs", ""),
                    session_s=float(d.get("session_s", 0.0)), startup_s=float(d.get("startup_s", 0.0)),
                    steps_s=float(d.get("steps_s", 0.0)), memory=str(d.get("memory", "")),
-                   startup_cpu_s=float(d.get("startup_cpu_s", 0.0)), cpu_s=float(d.get("cpu_s", 0.0)), worker=worker)
+                   startup_cpu_s=float(d.get("startup_cpu_s", 0.0)), cpu_s=float(d.get("cpu_s", 0.0)),
+                   backend=str(d.get("backend", "")), weights=str(d.get("weights", "")), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:

@@ -15,6 +15,8 @@ EXITS = {0: "printed"}
 def add_arguments(p) -> None:
     p.add_argument("--dir", required=True, help="the campaign directory")
     p.add_argument("--redis", help="also read the findings every host shared through this Redis")
+    p.add_argument("--shared", action="store_true",
+                   help="also list case features that a class of findings shares beyond chance (base rates from the run's cases)")
     options.add_json(p)
 
 
@@ -34,6 +36,13 @@ def run(args) -> int:
         check_redis(args.redis)
         client = redis_client(args.redis)
     s = aggregate(args.dir, store=FindingStore(args.dir, client))
+    if args.shared:
+        import dataclasses
+
+        from hybridfuzz.shared_features import shared_features
+
+        shared, tested = shared_features(args.dir)
+        s["shared_features"] = {"tested": tested, "found": [dataclasses.asdict(f) for f in shared]}
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
@@ -43,4 +52,8 @@ def run(args) -> int:
         print(f"  worker {i}: {w['cases']} cases ({w['shrink_cases']} shrinking), {w['starts']} start(s), last phase {w['last_phase']}")
     for f in s["finding_list"]:
         print(f"  [{f['state']}] {f['signature']}: {f['path']}")
+    if args.shared:
+        print(f"shared beyond chance ({len(shared)} of {tested} feature values tested; about 1 in 100 is chance):")
+        for f in shared:
+            print(f"  {f.line()}")
     return 0
