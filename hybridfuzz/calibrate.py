@@ -13,7 +13,7 @@ import statistics
 
 from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
-from hybridfuzz.oracles.compare import QUANTIZED, _lp, compare_requests
+from hybridfuzz.oracles.compare import QUANTIZED, compare_requests, measure
 
 
 LOGPROBS = 20  # as the fuzz strategies ask: top-k membership needs a k well above 5
@@ -28,23 +28,6 @@ def noisy_pairs(n: int, dtypes: tuple[str, ...], seed: int = 0) -> list[Case]:
         out.append(Case(ModelSpec(layers=layers, seed=rnd.randint(0, 3)), [Generate(prompts, max_tokens=8, logprobs=LOGPROBS)],
                         EngineConfig(kv_cache_dtype=rnd.choice(dtypes)), OracleSpec(checks=["health", "reference"])))
     return out
-
-
-def measure(ref, got) -> tuple[float, float | None]:
-    """(max drift before the first flip, flip margin at the first flip or None)."""
-    drift = 0.0
-    for pos, (ta, tb) in enumerate(zip(ref.tokens, got.tokens)):
-        ra, rb = ref.logprobs[pos], got.logprobs[pos]
-        if ta != tb:
-            la, lb = _lp(ra, tb), _lp(rb, ta)
-            if la is None or lb is None:
-                return drift, float("inf")
-            return drift, max(_lp(ra, ta) - la, _lp(rb, tb) - lb)
-        for t, lp in ra:
-            other = _lp(rb, int(t))
-            if other is not None:
-                drift = max(drift, abs(lp - other))
-    return drift, None
 
 
 def calibrate(host, n: int, dtypes: tuple[str, ...], seed: int = 0, save: str | None = None) -> dict:

@@ -13,6 +13,7 @@ import argparse
 import gzip
 import json
 import random
+from dataclasses import dataclass
 
 from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, case_to_dict
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
@@ -48,8 +49,7 @@ def load_records(path: str) -> list[tuple[Case, "Trace"]]:  # noqa: F821  (Trace
 def summarize(records) -> dict:
     """Per (kv dtype, attention backend, chunked or not, cache hit vs miss): pairs, max drift, flips, and how many the
     current self-consistency rule flags (on an engine with no bug, each one is a false alarm)."""
-    from hybridfuzz.calibrate import measure
-    from hybridfuzz.oracles.compare import compare_requests
+    from hybridfuzz.oracles.compare import compare_requests, measure
     from hybridfuzz.oracles.consistency import chunks_prompts, repeated_pairs, tolerance_for
 
     groups: dict[str, dict] = {}
@@ -69,6 +69,45 @@ def summarize(records) -> dict:
             g["flips"] += flip_margin is not None
             g["flagged"] += compare_requests(a, res, tol) is not None
     return dict(sorted(groups.items()))
+
+
+@dataclass(frozen=True)
+class DriftFloor:
+    """Repeat drifts of one feature value's cases, from a run's events (CaseEvent.repeat_drift)."""
+    feature: str
+    value: str
+    cases: int
+    median: float
+    p99: float
+    max: float
+    over_tolerance: int  # cases above SCHEDULE_VARIANCE.drift: a false alarm each, unless a control set it aside
+
+    def line(self) -> str:
+        return (f"{self.feature}={self.value}: {self.cases} cases, drift median {self.median:.3f}, p99 {self.p99:.3f}, "
+                f"max {self.max:.3f}, {self.over_tolerance} over the tolerance")
+
+
+def drift_floor(run_dir: str) -> list[DriftFloor]:
+    """Per feature value (shared_features.FEATURES), how far repeated requests drifted in the cases a campaign ran:
+    the data to calibrate a GPU's schedule tolerance from, on every family and backend the campaign drew. Drift
+    only: a replaced distribution is no drift and is never counted here. A real bug's drift is in it too, so
+    read the upper quantiles beside the run's findings."""
+    from hybridfuzz.campaign.records import iter_events
+    from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE
+    from hybridfuzz.shared_features import FEATURES
+
+    events = [e for e in iter_events(run_dir) if e.repeat_drift is not None and e.phase == "generate"]  # not a shrink's variants
+    out = []
+    for name, read in FEATURES.items():
+        by: dict[str, list[float]] = {}
+        for e in events:
+            if read(e):
+                by.setdefault(read(e), []).append(e.repeat_drift)
+        for value, ds in sorted(by.items()):
+            ds.sort()
+            out.append(DriftFloor(name, value, len(ds), ds[len(ds) // 2], ds[min(len(ds) - 1, int(0.99 * len(ds)))], ds[-1],
+                                  sum(d > SCHEDULE_VARIANCE.drift for d in ds)))
+    return out
 
 
 def main() -> None:

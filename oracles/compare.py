@@ -102,6 +102,28 @@ def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mism
     return None
 
 
+def measure(ref: RequestResult, got: RequestResult, relevant_nats: float = float("inf")) -> tuple[float, float | None]:
+    """(max drift before the first flip, flip margin at the first flip or None; inf: a token outside the other's
+    top-k): the raw distances calibrations are made of. ``relevant_nats``: count drift only for tokens that close
+    to the top one, as ``Tolerance.relevant_nats`` does (the default counts every token, as calibrate always did)."""
+    drift = 0.0
+    for pos, (ta, tb) in enumerate(zip(ref.tokens, got.tokens)):
+        ra, rb = ref.logprobs[pos], got.logprobs[pos]
+        if ta != tb:
+            la, lb = _lp(ra, tb), _lp(rb, ta)
+            if la is None or lb is None:
+                return drift, float("inf")
+            return drift, max(_lp(ra, ta) - la, _lp(rb, tb) - lb)  # type: ignore[operator]
+        floor = (ra[0][1] - relevant_nats) if ra else float("-inf")
+        for t, lp in ra:
+            if lp < floor:
+                break
+            other = _lp(rb, int(t))
+            if other is not None:
+                drift = max(drift, abs(lp - other))
+    return drift, None
+
+
 # What each kind's reason (above) says, for reading a kind back from a finding's evidence ("why: ..."); the
 # round trip is tested (tests/test_oracles.py), so a reason reworded above must be reworded here.
 _REASON_MARKS: tuple[tuple[MismatchKind, str], ...] = (

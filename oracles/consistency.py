@@ -14,7 +14,7 @@ from typing import Literal, Mapping
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, Generate, Submit
-from hybridfuzz.oracles.compare import EXACT, MismatchKind, Tolerance, compare_requests
+from hybridfuzz.oracles.compare import EXACT, MismatchKind, Tolerance, compare_requests, measure
 from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import RequestResult, Trace
 
@@ -80,6 +80,16 @@ def repeated_pairs(case: Case, trace: Trace):
             fidx, fr, fresult, fmax = first[key]
             n = min(fmax, step.max_tokens)
             yield fidx, fr, _first_tokens(fresult, n), idx, r, _first_tokens(result, n), prompt
+
+
+def repeat_drift(case: Case, trace: Trace) -> float | None:
+    """The largest drift (``measure``, relevant tokens only) between any repeated request and its first run, or None
+    where nothing repeated. Every campaign records it per case (campaign/records.py ``CaseEvent``): the noise floor
+    of each configuration, measured on the cases a campaign draws, is what a GPU tolerance is calibrated from."""
+    if trace.outcome != "ok":
+        return None
+    drifts = [measure(ref, later, SCHEDULE_VARIANCE.relevant_nats)[0] for _, _, ref, _, _, later, _ in repeated_pairs(case, trace)]
+    return round(max(drifts), 4) if drifts else None
 
 
 # Symptoms of pairs with no protocol step between their runs: only the schedule (batch shape, chunk

@@ -298,6 +298,23 @@ def test_two_workers_sharing_redis_report_the_fault_once(fault_campaign):
 
 
 @pytest.mark.engine
+def test_campaign_status_says_how_far_repeats_drifted_per_feature(fault_campaign):
+    """Each case event keeps its repeated requests' largest drift; campaign-status --noise groups them per feature
+    (here one family and one KV dtype, on a CPU where repeats are bit-identical unless the fault or chunking moves them)."""
+    d, summary, _, _ = fault_campaign
+    drifts = [e["repeat_drift"] for w in ("0", "1") for e in _events(d / "workers" / w / "events.jsonl")
+              if "repeat_drift" in e and e["phase"] == "generate"]
+    assert drifts and any(x is not None for x in drifts) and any(x is None for x in drifts), drifts[:20]
+    r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "campaign-status", "--dir", str(d), "--noise", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    floor = {(f["feature"], f["value"]): f for f in json.loads(r.stdout)["drift_floor"]}
+    fam = floor[("family", "qwen3_next")]
+    assert fam["cases"] == sum(x is not None for x in drifts) and fam["max"] == max(x for x in drifts if x is not None)
+    assert ("kv_cache_dtype", "float16") in floor and fam["median"] <= fam["p99"] <= fam["max"]
+
+
+@pytest.mark.engine
 def test_kill9_mid_shrink_loses_no_finding(fault_campaign):
     from hybridfuzz.case import load_case_file
 

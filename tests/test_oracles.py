@@ -314,3 +314,22 @@ def test_an_op_error_is_located_in_the_code_that_called_the_op_so_two_op_bugs_ge
 
     assert verdict(a).signature != verdict(b).signature
     assert verdict(a).signature == verdict(_op_error(selective_scan_like)).signature
+
+
+@pytest.mark.parametrize("path,device_max", [("results/gpu-h200x2-2026-11-30-vllm-0.32.0/noise-triton-auto-int8.json.gz", 0.165),
+                                             ("results/calibration-cpu-2026-11-30/noise-chunked-auto-fp8.json.gz", 0.115)])
+def test_repeat_drift_is_the_noise_the_calibration_measured(path, device_max):
+    """What every campaign now records per case (CaseEvent.repeat_drift), on the saved traces the GPU and CPU schedule
+    tolerance was calibrated from (oracles/consistency.py SCHEDULE_VARIANCE): it reaches the maxima written there and
+    stays under the tolerance; a case that did not run has none."""
+    import os
+
+    from hybridfuzz.noise import load_records
+    from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE, repeat_drift
+    from hybridfuzz.trace import Trace
+
+    records = load_records(os.path.join(os.path.dirname(__file__), "..", path))
+    drifts = [d for d in (repeat_drift(c, t) for c, t in records) if d is not None]
+    assert len(drifts) > 20 and abs(max(drifts) - device_max) < 0.005 and max(drifts) < SCHEDULE_VARIANCE.drift, max(drifts)
+    case = records[0][0]
+    assert repeat_drift(case, Trace(outcome="crash", env={"device": "cpu"})) is None

@@ -208,9 +208,13 @@ class FuzzLoop:
 
     # -- one example
     def _event(self, case: Case, verdict, seconds: float, phase: EventPhase, session_s: float = 0.0,
-               timings: dict | None = None) -> None:
+               timings: dict | None = None, trace=None) -> None:
+        from hybridfuzz.oracles.consistency import repeat_drift
+
         t = time.time() - self.stats.started
-        self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase, session_s, timings).to_json() + "\n")
+        drift = repeat_drift(case, trace) if trace is not None else None
+        self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase, session_s, timings,
+                                        repeat_drift=drift).to_json() + "\n")
         self._events.flush()
 
     def _write(self, case: Case, result, why: str = "") -> None:
@@ -252,7 +256,7 @@ class FuzzLoop:
             self._count(case, result)
             self._remember(case, result, checks.get(id(case)))
             signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
-            self._event(case, result.verdict, wall / len(session), phase, wall, result.trace.timings)
+            self._event(case, result.verdict, wall / len(session), phase, wall, result.trace.timings, result.trace)
         self.progress(self.stats, phase)
         for i, (case, result) in enumerate(zip(session, results)):
             v = result.verdict

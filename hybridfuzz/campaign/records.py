@@ -60,11 +60,12 @@ class CaseEvent:
     cpu_s: float = 0.0  # CPU seconds of its engine process for this case, its start-up included (as seconds' startup)
     backend: str = ""  # engine.attention_backend, "auto" when unset ("" in files written before it existed)
     weights: str = ""  # online weight quantization (engine.extra.quantization), "none" ("" in older files)
+    repeat_drift: float | None = None  # largest drift of a repeated request from its first run (None: no repeat)
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
     def of(cls, case: Case, status: Status, signature: str, t: float, seconds: float, phase: Phase,
-           session_s: float = 0.0, timings: dict | None = None) -> CaseEvent:
+           session_s: float = 0.0, timings: dict | None = None, repeat_drift: float | None = None) -> CaseEvent:
         e = case.engine
         return cls(t=round(t, 3), phase=phase, status=status, signature=signature, kv_cache_dtype=e.kv_cache_dtype,
                    layers=layer_pattern(case.model.layers),
@@ -75,7 +76,7 @@ class CaseEvent:
                    steps_s=round((timings or {}).get("steps_s", 0.0), 3), memory=case.model.memory,
                    startup_cpu_s=round((timings or {}).get("startup_cpu_s", 0.0), 3),
                    cpu_s=round((timings or {}).get("cpu_s", 0.0), 3), backend=e.attention_backend or "auto",
-                   weights=str(e.extra.get("quantization") or "none"))
+                   weights=str(e.extra.get("quantization") or "none"), repeat_drift=repeat_drift)
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
@@ -96,7 +97,8 @@ class CaseEvent:
                    session_s=float(d.get("session_s", 0.0)), startup_s=float(d.get("startup_s", 0.0)),
                    steps_s=float(d.get("steps_s", 0.0)), memory=str(d.get("memory", "")),
                    startup_cpu_s=float(d.get("startup_cpu_s", 0.0)), cpu_s=float(d.get("cpu_s", 0.0)),
-                   backend=str(d.get("backend", "")), weights=str(d.get("weights", "")), worker=worker)
+                   backend=str(d.get("backend", "")), weights=str(d.get("weights", "")),
+                   repeat_drift=d.get("repeat_drift"), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:

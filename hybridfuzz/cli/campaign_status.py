@@ -1,6 +1,7 @@
 """``hybridfuzz campaign-status --dir DIR``: statistics of a campaign directory, live or finished."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -17,6 +18,8 @@ def add_arguments(p) -> None:
     p.add_argument("--redis", help="also read the findings every host shared through this Redis")
     p.add_argument("--shared", action="store_true",
                    help="also list case features that a class of findings shares beyond chance (base rates from the run's cases)")
+    p.add_argument("--noise", action="store_true",
+                   help="also list how far repeated requests drifted, per case feature (the data a GPU tolerance is calibrated from)")
     options.add_json(p)
 
 
@@ -37,12 +40,15 @@ def run(args) -> int:
         client = redis_client(args.redis)
     s = aggregate(args.dir, store=FindingStore(args.dir, client))
     if args.shared:
-        import dataclasses
-
         from hybridfuzz.shared_features import shared_features
 
         shared, tested = shared_features(args.dir)
         s["shared_features"] = {"tested": tested, "found": [dataclasses.asdict(f) for f in shared]}
+    if args.noise:
+        from hybridfuzz.noise import drift_floor
+
+        floor = drift_floor(args.dir)
+        s["drift_floor"] = [dataclasses.asdict(f) for f in floor]
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
@@ -55,5 +61,9 @@ def run(args) -> int:
     if args.shared:
         print(f"shared beyond chance ({len(shared)} of {tested} feature values tested; about 1 in 100 is chance):")
         for f in shared:
+            print(f"  {f.line()}")
+    if args.noise:
+        print("repeat drift per case feature:" if floor else "repeat drift: no case of this run recorded one (events before it existed)")
+        for f in floor:
             print(f"  {f.line()}")
     return 0
