@@ -312,6 +312,7 @@ def test_campaign_status_says_how_far_repeats_drifted_per_feature(fault_campaign
     fam = floor[("family", "qwen3_next")]
     assert fam["cases"] == sum(x is not None for x in drifts) and fam["max"] == max(x for x in drifts if x is not None)
     assert ("kv_cache_dtype", "float16") in floor and fam["median"] <= fam["p99"] <= fam["max"]
+    assert summary["shared_features"]["tested"] >= 0 and "error" not in summary["shared_features"]  # the final summary has it
 
 
 @pytest.mark.engine

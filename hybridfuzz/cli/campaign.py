@@ -136,6 +136,11 @@ def run(args) -> int:
         f"median engine start-up {_seconds(s['median_startup_s'])}, seconds in steps {s['steps_s_total']}")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
+    if s.get("shared_features", {}).get("found"):
+        from hybridfuzz.cli.campaign_status import shared_lines
+
+        for line in shared_lines(s["shared_features"]):
+            say(line)
     say(f"summary: {os.path.join(args.dir, 'summary.json')}")
     if s["interrupted"]:
         return INTERRUPTED
