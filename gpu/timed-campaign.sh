@@ -7,8 +7,9 @@
 # Runs `campaign --engine gpu --dir $HF_RES/NAME --budget BUDGET_S`, SIGINT GRACE_S after its budget and SIGKILL
 # 60 s later (GRACE_S 180 leaves room for the wind-down: background shrinks stop 60 s past the budget, and every
 # finding still queued is replayed once on a fresh engine; with 60 both campaigns of 2026-12-03 were killed before
-# their final summary, their workers replaying until about 140 s past the budget); kills leftover workers; writes `campaign-status --json` to $HF_RES/NAME-status.json and start/end
-# lines to $HF_RES/chain.log (HF_RES defaults to /tmp/res). Exits with the campaign's status.
+# their final summary, their workers replaying until about 140 s past the budget); kills leftover workers; writes
+# `campaign-status --json` to $HF_RES/NAME-status.json and start/end lines to $HF_RES/chain.log (HF_RES defaults
+# to /tmp/res). Exits with the campaign's status.
 #
 # HF_PYSPY=PATH (a py-spy binary) also profiles every process of the campaign, on-CPU samples at $HF_PYSPY_RATE Hz
 # (default 5: at 10 Hz over about 100 processes py-spy fell 231 s behind, 2026-12-03), into $HF_RES/NAME-prof.txt.gz,

@@ -101,8 +101,8 @@ def drift_floor(run_dir: str) -> list[DriftFloor]:
     for name, read in FEATURES.items():
         by: dict[str, list[float]] = {}
         for e in events:
-            if read(e):
-                by.setdefault(read(e), []).append(e.repeat_drift)
+            if value := read(e):
+                by.setdefault(value, []).append(e.repeat_drift)
         for value, ds in sorted(by.items()):
             ds.sort()
             out.append(DriftFloor(name, value, len(ds), ds[len(ds) // 2], ds[min(len(ds) - 1, int(0.99 * len(ds)))], ds[-1],

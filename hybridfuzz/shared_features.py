@@ -12,6 +12,7 @@ that a fraction p of all cases had. Many features are tested at once: about one 
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import math
 import os
@@ -122,3 +123,22 @@ def shared_features(run_dir: str) -> tuple[list[SharedFeature], int]:
                 if p < REPORT_BELOW:
                     out.append(SharedFeature(cls, name, value, k, len(evs), round(p0, 4), p))
     return sorted(out, key=lambda s: s.p), tested
+
+
+def summary(run_dir: str) -> dict:
+    """``shared_features`` as summary.json holds it (a campaign's final summary, ``campaign-status --shared``): a person
+    triaging dozens of GPU findings starts there. An error in it is data; it never costs the summary."""
+    try:
+        found, tested = shared_features(run_dir)
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"tested": tested, "found": [dataclasses.asdict(f) for f in found]}
+
+
+def lines(held: dict) -> list[str]:
+    """A ``summary()`` as lines a person reads."""
+    if "error" in held:
+        return [f"shared beyond chance: not computed ({held['error']})"]
+    found = [SharedFeature(**f) for f in held["found"]]
+    return [f"shared beyond chance ({len(found)} of {held['tested']} feature values tested; about 1 in 100 is chance):"] + \
+        [f"  {f.line()}" for f in found]

@@ -67,6 +67,27 @@ def _lp(ranked: list[list[float]], token: int) -> float | None:
     return None
 
 
+def _shared_relevant(ra: list[list[float]], rb: list[list[float]], relevant_nats: float):
+    """(token, logprob in a, logprob in b) of a's ranked tokens within ``relevant_nats`` of its top one that b ranks too:
+    what drift is measured on (the oracle's rule and the calibrations' ``measure`` alike)."""
+    floor = (ra[0][1] - relevant_nats) if ra else float("-inf")
+    for t, lpa in ra:
+        if lpa < floor:
+            break  # ranked best first: the rest is tail
+        lpb = _lp(rb, int(t))
+        if lpb is not None:
+            yield int(t), lpa, lpb
+
+
+def _margins(ra: list[list[float]], rb: list[list[float]], ta: int, tb: int) -> tuple[float, float] | None:
+    """At the first differing token: by how much each side preferred its own token to the other's, or None when
+    either side's token is outside the other's top-k."""
+    lpa_b, lpb_a = _lp(ra, tb), _lp(rb, ta)
+    if lpa_b is None or lpb_a is None:
+        return None
+    return _lp(ra, ta) - lpa_b, _lp(rb, tb) - lpb_a  # type: ignore[operator]
+
+
 def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mismatch | None:
     """None if b is an acceptable rendering of a under tol; else where and why not."""
     n = min(len(a.tokens), len(b.tokens))
@@ -76,24 +97,19 @@ def compare_requests(a: RequestResult, b: RequestResult, tol: Tolerance) -> Mism
         ta, tb = a.tokens[pos], b.tokens[pos]
         if ta == tb:
             if tol.drift != float("inf"):
-                floor = (ra[0][1] - tol.relevant_nats) if ra else float("-inf")
-                for t, lpa in ra:
-                    if lpa < floor:
-                        break  # ranked best first: the rest is tail
-                    lpb = _lp(rb, int(t))
-                    if lpb is not None and abs(lpa - lpb) > tol.drift:
-                        return Mismatch(pos, f"token {int(t)} logprob {lpa:.2f} vs {lpb:.2f} (drift > {tol.drift})", a.tokens, b.tokens, "drift")
+                for t, lpa, lpb in _shared_relevant(ra, rb, tol.relevant_nats):
+                    if abs(lpa - lpb) > tol.drift:
+                        return Mismatch(pos, f"token {t} logprob {lpa:.2f} vs {lpb:.2f} (drift > {tol.drift})", a.tokens, b.tokens, "drift")
             continue
         # First differing token: decide noise vs divergence, then stop (contexts differ after this).
-        lpa_b, lpb_a = _lp(ra, tb), _lp(rb, ta)
-        if lpa_b is None or lpb_a is None:
+        margins = _margins(ra, rb, ta, tb)
+        if margins is None:
             top_a, top_b = {int(t) for t, _ in ra}, {int(t) for t, _ in rb}
             overlap = len(top_a & top_b) / max(1, min(len(top_a), len(top_b)))
             if overlap >= tol.min_topk_overlap:
                 return None
             return Mismatch(pos, f"token {ta} vs {tb}: not in each other's top-{max(len(ra), len(rb)) - 1} (top-k overlap {overlap:.0%})", a.tokens, b.tokens, "outside-top-k")
-        gap_a = _lp(ra, ta) - lpa_b  # type: ignore[operator]
-        gap_b = _lp(rb, tb) - lpb_a  # type: ignore[operator]
+        gap_a, gap_b = margins
         if max(gap_a, gap_b) > tol.flip_margin:
             return Mismatch(pos, f"token {ta} vs {tb}: margins {gap_a:.3f}/{gap_b:.3f} nats > {tol.flip_margin}", a.tokens, b.tokens, "flip")
         return None
@@ -110,17 +126,9 @@ def measure(ref: RequestResult, got: RequestResult, relevant_nats: float = float
     for pos, (ta, tb) in enumerate(zip(ref.tokens, got.tokens)):
         ra, rb = ref.logprobs[pos], got.logprobs[pos]
         if ta != tb:
-            la, lb = _lp(ra, tb), _lp(rb, ta)
-            if la is None or lb is None:
-                return drift, float("inf")
-            return drift, max(_lp(ra, ta) - la, _lp(rb, tb) - lb)  # type: ignore[operator]
-        floor = (ra[0][1] - relevant_nats) if ra else float("-inf")
-        for t, lp in ra:
-            if lp < floor:
-                break
-            other = _lp(rb, int(t))
-            if other is not None:
-                drift = max(drift, abs(lp - other))
+            margins = _margins(ra, rb, ta, tb)
+            return drift, float("inf") if margins is None else max(margins)
+        drift = max([drift, *(abs(lpa - lpb) for _, lpa, lpb in _shared_relevant(ra, rb, relevant_nats))])
     return drift, None
 
 

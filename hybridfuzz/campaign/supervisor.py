@@ -239,20 +239,8 @@ class CampaignSupervisor:
         self._save_meta(meta)
         summary = aggregate(self.dir, meta, self.store)
         summary["interrupted"] = self.interrupted
-        summary["shared_features"] = shared_features_of(self.dir)
+        from hybridfuzz import shared_features
+
+        summary["shared_features"] = shared_features.summary(self.dir)
         write_atomic(os.path.join(self.dir, "summary.json"), json.dumps(summary, indent=2))
         return summary
-
-
-def shared_features_of(run_dir: str) -> dict:
-    """What the run's findings share beyond chance (hybridfuzz/shared_features.py), for the final summary: a person
-    triaging dozens of GPU findings starts there. An error in it is data; it never costs the summary."""
-    import dataclasses
-
-    from hybridfuzz.shared_features import shared_features
-
-    try:
-        found, tested = shared_features(run_dir)
-    except Exception as e:  # noqa: BLE001
-        return {"error": f"{type(e).__name__}: {e}"}
-    return {"tested": tested, "found": [dataclasses.asdict(f) for f in found]}

@@ -137,9 +137,9 @@ def run(args) -> int:
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     if s.get("shared_features", {}).get("found"):
-        from hybridfuzz.cli.campaign_status import shared_lines
+        from hybridfuzz import shared_features
 
-        for line in shared_lines(s["shared_features"]):
+        for line in shared_features.lines(s["shared_features"]):
             say(line)
     say(f"summary: {os.path.join(args.dir, 'summary.json')}")
     if s["interrupted"]:

@@ -40,9 +40,9 @@ def run(args) -> int:
         client = redis_client(args.redis)
     s = aggregate(args.dir, store=FindingStore(args.dir, client))
     if args.shared:
-        from hybridfuzz.campaign.supervisor import shared_features_of
+        from hybridfuzz import shared_features
 
-        s["shared_features"] = shared_features_of(args.dir)
+        s["shared_features"] = shared_features.summary(args.dir)
     if args.noise:
         from hybridfuzz.noise import drift_floor
 
@@ -58,21 +58,10 @@ def run(args) -> int:
     for f in s["finding_list"]:
         print(f"  [{f['state']}] {f['signature']}: {f['path']}")
     if args.shared:
-        for line in shared_lines(s["shared_features"]):
+        for line in shared_features.lines(s["shared_features"]):
             print(line)
     if args.noise:
         print("repeat drift per case feature:" if floor else "repeat drift: no case of this run recorded one (events before it existed)")
         for f in floor:
             print(f"  {f.line()}")
     return 0
-
-
-def shared_lines(shared: dict) -> list[str]:
-    """summary.json's ``shared_features`` as lines a person reads (campaign prints them at its end too)."""
-    from hybridfuzz.shared_features import SharedFeature
-
-    if "error" in shared:
-        return [f"shared beyond chance: not computed ({shared['error']})"]
-    found = [SharedFeature(**f) for f in shared["found"]]
-    return [f"shared beyond chance ({len(found)} of {shared['tested']} feature values tested; about 1 in 100 is chance):"] + \
-        [f"  {f.line()}" for f in found]
