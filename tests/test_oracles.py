@@ -83,6 +83,48 @@ def test_self_consistency_is_exact_on_cpu_and_allows_measured_batch_variance_on_
     assert check_self_consistency(*_repeat_case_and_trace("cpu", -1.5, {"max_num_batched_tokens": 64})).status == "divergence"
 
 
+def test_a_repeat_computed_the_same_way_is_compared_exactly_even_on_a_gpu():
+    """Two generate steps of one batch, every request with the cached tokens it had the first time, whole prompts:
+    nothing of the schedule differed, so the GPU's schedule tolerance does not apply (seed 1's fill passed it in a
+    tiny model on vLLM 0.33.0). Another batch, a cache hit, a token budget or a request in flight keep the tolerance;
+    no control sets such an exact pair aside; on CPU nothing changes (exact already)."""
+    import dataclasses
+
+    from hybridfuzz.case import Case, EngineConfig, Generate, Submit
+    from hybridfuzz.model import ModelSpec
+    from hybridfuzz.oracles.consistency import check_self_consistency
+    from hybridfuzz.trace import StepResult, Trace
+
+    batch = [[5, 6, 7], [8, 9]]
+    other = req([10, 11], [[(10, -0.6), (20, -1.5)], [(11, -0.3), (21, -2.0)]])  # 0.1 nats: GPU schedule variance
+    B = req([12, 13], [[(12, -0.2), (22, -1.9)], [(13, -0.4), (23, -2.2)]])
+
+    def run(later, steps=None, cached=(0, 0, 0, 0), extra=None, device="NVIDIA H200"):
+        steps = steps or [Generate(batch, max_tokens=2), Generate(batch, max_tokens=2)]
+        case = Case(ModelSpec(), steps, EngineConfig(extra=extra or {}))
+        outs = [dataclasses.replace(o, num_cached_tokens=c) for o, c in zip([A, B, later, B], cached)]
+        trace = Trace(outcome="ok", env={"device": device}, steps=[
+            StepResult(index=0, kind="generate", outputs=outs[:2]),
+            StepResult(index=1, kind="generate", outputs=outs[2:2 + len(steps[1].prompts)])])
+        return case, trace
+
+    v = check_self_consistency(*run(other))
+    assert v.status == "divergence" and "schedule: the same batch and cache state both times, so compared exactly" in v.evidence
+    assert check_self_consistency(*run(A)).status == "pass"
+    assert check_self_consistency(*run(other, cached=(0, 0, 3, 0))).status == "pass"  # a prefix-cache hit the second time
+    assert check_self_consistency(*run(other, cached=(0, 0, 0, 3))).status == "pass"  # ... of another request of the batch
+    assert check_self_consistency(*run(other, cached=(None, None, None, None))).status == "pass"  # not known
+    assert check_self_consistency(*run(other, steps=[Generate(batch, max_tokens=2), Generate(batch[:1], max_tokens=2)])).status == "pass"
+    assert check_self_consistency(*run(other, extra={"max_num_batched_tokens": 64})).status == "pass"  # chunk boundaries
+    in_flight = [Generate(batch, max_tokens=2), Generate(batch, max_tokens=2), Submit([[1, 2]], max_tokens=2)]
+    assert check_self_consistency(*run(other, steps=in_flight)).status == "pass"
+    case, trace = run(other)
+    agrees = run(A)[1]
+    assert check_self_consistency(case, trace, controls={"float32": agrees}).status == "divergence"
+    cpu = check_self_consistency(*run(other, device="cpu"))  # exact on CPU already: the same verdict, no new line
+    assert cpu.status == "divergence" and not any(e.startswith("schedule:") for e in cpu.evidence)
+
+
 def test_repeats_with_other_max_tokens_are_compared_over_the_shorter_run():
     """Greedy: a 1-token repeat of a 2-token request must equal its first token, and nothing more."""
     from hybridfuzz.case import Case, EngineConfig, Generate
