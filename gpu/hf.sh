@@ -24,7 +24,7 @@ fi
 src=$site.src
 if [ ! -d "$src/.hybridfuzz-core" ] || [ "${HF_RESNAPSHOT:-0}" = 1 ]; then
   rm -rf "$src"; mkdir -p "$src"
-  (cd "$here" && tar --exclude=./.gpu --exclude=./.git -cf - .) | tar -C "$src" -xf -
+  (cd "$here" && tar --exclude=./.gpu --exclude=./.git --exclude='./*.egg-info' -cf - .) | tar -C "$src" -xf -
   # the installed layout: strategies/ -> hybridfuzz.strategies, oracles/ -> hybridfuzz.oracles.
   # The package dir itself becomes that link farm, since commands run from $src (cwd first on sys.path).
   mv "$src/hybridfuzz" "$src/.hybridfuzz-core"
@@ -32,6 +32,19 @@ if [ ! -d "$src/.hybridfuzz-core" ] || [ "${HF_RESNAPSHOT:-0}" = 1 ]; then
   for f in "$src"/.hybridfuzz-core/*; do ln -s "$f" "$src/hybridfuzz/$(basename "$f")"; done
   ln -s "$src/strategies" "$src/hybridfuzz/strategies"
   ln -s "$src/oracles" "$src/hybridfuzz/oracles"
+  # vLLM loads plugins by entry point, so the snapshot carries a dist-info with pyproject.toml's: without it no engine
+  # here would apply HYBRIDFUZZ_FAULT or HYBRIDFUZZ_MEND (hybridfuzz/faults/)
+  python3 - "$src" <<'PY'
+import os, sys, tomllib
+src = sys.argv[1]
+project = tomllib.load(open(os.path.join(src, "pyproject.toml"), "rb"))["project"]
+info = os.path.join(src, f"{project['name']}-{project['version']}.dist-info")
+os.makedirs(info, exist_ok=True)
+open(os.path.join(info, "METADATA"), "w").write(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+with open(os.path.join(info, "entry_points.txt"), "w") as f:
+    for group, points in project.get("entry-points", {}).items():
+        f.write(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n")
+PY
   # bytecode now (install-on-host.sh says why); compileall does not follow links, so the link farm's own files
   # and the directories behind it are named one by one
   python3 -m compileall -q "$src/hybridfuzz" "$src/.hybridfuzz-core" "$src/strategies" "$src/oracles" > /dev/null 2>&1 || true

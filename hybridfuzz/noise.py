@@ -14,6 +14,7 @@ import gzip
 import json
 import random
 from dataclasses import dataclass
+from typing import Literal
 
 from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, case_to_dict
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
@@ -71,42 +72,50 @@ def summarize(records) -> dict:
     return dict(sorted(groups.items()))
 
 
+# Which drift an event keeps, and the tolerance its pairs are judged by: repeats on any schedule (SCHEDULE_VARIANCE),
+# or only those the engine computed the same way (consistency.same_schedule, held to EXACT).
+DriftField = Literal["repeat_drift", "exact_drift"]
+
+
 @dataclass(frozen=True)
 class DriftFloor:
-    """Repeat drifts of one feature value's cases, from a run's events (CaseEvent.repeat_drift)."""
+    """Repeat drifts of one feature value's cases, from a run's events (CaseEvent.repeat_drift or exact_drift)."""
     feature: str
     value: str
     cases: int
     median: float
     p99: float
     max: float
-    over_tolerance: int  # cases above SCHEDULE_VARIANCE.drift: a false alarm each, unless a control set it aside
+    over_tolerance: int  # cases above the field's tolerance: a false alarm each, unless a control set it aside (or a bug)
 
     def line(self) -> str:
         return (f"{self.feature}={self.value}: {self.cases} cases, drift median {self.median:.3f}, p99 {self.p99:.3f}, "
                 f"max {self.max:.3f}, {self.over_tolerance} over the tolerance")
 
 
-def drift_floor(run_dir: str) -> list[DriftFloor]:
+def drift_floor(run_dir: str, field: DriftField = "repeat_drift") -> list[DriftFloor]:
     """Per feature value (shared_features.FEATURES), how far repeated requests drifted in the cases a campaign ran:
-    the data to calibrate a GPU's schedule tolerance from, on every family and backend the campaign drew. Drift
-    only: a replaced distribution is no drift and is never counted here. A real bug's drift is in it too, so
-    read the upper quantiles beside the run's findings."""
+    the data to calibrate a GPU's schedule tolerance from, on every family and backend the campaign drew (with
+    ``exact_drift``: the false-alarm floor of the exact rule for same-schedule repeats). Drift only: a replaced
+    distribution is no drift and is never counted here. A real bug's drift is in it too, so read the upper
+    quantiles beside the run's findings."""
     from hybridfuzz.campaign.records import iter_events
+    from hybridfuzz.oracles.compare import EXACT
     from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE
     from hybridfuzz.shared_features import FEATURES
 
-    events = [e for e in iter_events(run_dir) if e.repeat_drift is not None and e.phase == "generate"]  # not a shrink's variants
+    tolerance = EXACT.drift if field == "exact_drift" else SCHEDULE_VARIANCE.drift
+    events = [e for e in iter_events(run_dir) if getattr(e, field) is not None and e.phase == "generate"]  # not a shrink's variants
     out = []
     for name, read in FEATURES.items():
         by: dict[str, list[float]] = {}
         for e in events:
             if value := read(e):
-                by.setdefault(value, []).append(e.repeat_drift)
+                by.setdefault(value, []).append(getattr(e, field))
         for value, ds in sorted(by.items()):
             ds.sort()
             out.append(DriftFloor(name, value, len(ds), ds[len(ds) // 2], ds[min(len(ds) - 1, int(0.99 * len(ds)))], ds[-1],
-                                  sum(d > SCHEDULE_VARIANCE.drift for d in ds)))
+                                  sum(d > tolerance for d in ds)))
     return out
 
 

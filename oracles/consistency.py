@@ -82,13 +82,15 @@ def repeated_pairs(case: Case, trace: Trace):
             yield fidx, fr, _first_tokens(fresult, n), idx, r, _first_tokens(result, n), prompt
 
 
-def repeat_drift(case: Case, trace: Trace) -> float | None:
+def repeat_drift(case: Case, trace: Trace, same_schedule_only: bool = False) -> float | None:
     """The largest drift (``measure``, relevant tokens only) between any repeated request and its first run, or None
     where nothing repeated. Every campaign records it per case (campaign/records.py ``CaseEvent``): the noise floor
-    of each configuration, measured on the cases a campaign draws, is what a GPU tolerance is calibrated from."""
+    of each configuration, measured on the cases a campaign draws, is what a GPU tolerance is calibrated from.
+    same_schedule_only: only pairs the engine computed the same way (``same_schedule``), which are held exact."""
     if trace.outcome != "ok":
         return None
-    drifts = [measure(ref, later, SCHEDULE_VARIANCE.relevant_nats)[0] for _, _, ref, _, _, later, _ in repeated_pairs(case, trace)]
+    drifts = [measure(ref, later, SCHEDULE_VARIANCE.relevant_nats)[0] for fidx, fr, ref, idx, r, later, _ in repeated_pairs(case, trace)
+              if not same_schedule_only or (fr == r and same_schedule(case, trace, fidx, idx))]
     return round(max(drifts), 4) if drifts else None
 
 

@@ -308,7 +308,12 @@ def test_campaign_status_says_how_far_repeats_drifted_per_feature(fault_campaign
     r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "campaign-status", "--dir", str(d), "--noise", "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    floor = {(f["feature"], f["value"]): f for f in json.loads(r.stdout)["drift_floor"]}
+    status = json.loads(r.stdout)
+    floor = {(f["feature"], f["value"]): f for f in status["drift_floor"]}
+    # same-schedule repeats apart (held exact): every case event says, None where it had none
+    exact = [e["exact_drift"] for w in ("0", "1") for e in _events(d / "workers" / w / "events.jsonl") if e["phase"] == "generate"]
+    assert exact and isinstance(status["exact_drift_floor"], list)
+    assert sum(f["cases"] for f in status["exact_drift_floor"] if f["feature"] == "family") == sum(x is not None for x in exact)
     fam = floor[("family", "qwen3_next")]
     assert fam["cases"] == sum(x is not None for x in drifts) and fam["max"] == max(x for x in drifts if x is not None)
     assert ("kv_cache_dtype", "float16") in floor and fam["median"] <= fam["p99"] <= fam["max"]

@@ -76,6 +76,20 @@ def test_hf_imports_every_module_from_the_snapshot_and_keeps_it(site):
     assert not os.path.exists(marker)  # HF_RESNAPSHOT=1 takes a new one
 
 
+def test_hf_gives_vllm_hybridfuzz_plugin_entry_point_from_the_snapshot(site):
+    """vLLM loads plugins by entry point; hybridfuzz is not installed on a GPU host, so the snapshot carries a dist-info
+    with pyproject.toml's entry points: else no engine there would apply HYBRIDFUZZ_FAULT or HYBRIDFUZZ_MEND."""
+    sum_file, site_dir = site
+    src = os.path.realpath(site_dir + ".src")
+    r = hf(sum_file, site_dir, "python3", "-c", "import importlib.metadata as m\n"
+           "for e in m.entry_points(group='vllm.general_plugins'): print(e.name, e.value, e.dist._path)")
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    # a relative path is relative to the command's working directory, the snapshot
+    ours = [line.split() for line in r.stdout.splitlines() if os.path.realpath(os.path.join(src, line.split()[-1])).startswith(src + os.sep)]
+    assert [p[:2] for p in ours] == [["hybridfuzz_faults", "hybridfuzz.faults:register"]], r.stdout
+    assert ours[0][2].endswith("hybridfuzz-0.1.0.dist-info"), r.stdout  # written from pyproject.toml, not a checkout's egg-info
+
+
 def test_hf_leaves_bytecode_of_the_whole_snapshot_where_python_writes_none(site):
     """A host whose Python writes no .pyc (the H200's: every process compiled every source it imported, 2026-12-03)
     still gets bytecode for every module of the snapshot, imported or not, where imports through the link farm

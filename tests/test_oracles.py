@@ -92,7 +92,7 @@ def test_a_repeat_computed_the_same_way_is_compared_exactly_even_on_a_gpu():
 
     from hybridfuzz.case import Case, EngineConfig, Generate, Submit
     from hybridfuzz.model import ModelSpec
-    from hybridfuzz.oracles.consistency import check_self_consistency
+    from hybridfuzz.oracles.consistency import check_self_consistency, repeat_drift
     from hybridfuzz.trace import StepResult, Trace
 
     batch = [[5, 6, 7], [8, 9]]
@@ -123,6 +123,10 @@ def test_a_repeat_computed_the_same_way_is_compared_exactly_even_on_a_gpu():
     assert check_self_consistency(case, trace, controls={"float32": agrees}).status == "divergence"
     cpu = check_self_consistency(*run(other, device="cpu"))  # exact on CPU already: the same verdict, no new line
     assert cpu.status == "divergence" and not any(e.startswith("schedule:") for e in cpu.evidence)
+    # what campaigns record per case (CaseEvent.exact_drift): the drift of such pairs only, the exact rule's noise floor
+    assert repeat_drift(case, trace, same_schedule_only=True) == repeat_drift(case, trace) == 0.1
+    assert repeat_drift(*run(other, cached=(0, 0, 3, 0)), same_schedule_only=True) is None
+    assert repeat_drift(*run(A), same_schedule_only=True) == 0.0
 
 
 def test_repeats_with_other_max_tokens_are_compared_over_the_shorter_run():
@@ -373,5 +377,7 @@ def test_repeat_drift_is_the_noise_the_calibration_measured(path, device_max):
     records = load_records(os.path.join(os.path.dirname(__file__), "..", path))
     drifts = [d for d in (repeat_drift(c, t) for c, t in records) if d is not None]
     assert len(drifts) > 20 and abs(max(drifts) - device_max) < 0.005 and max(drifts) < SCHEDULE_VARIANCE.drift, max(drifts)
+    # their repeats ran in one batch, then alone: none on the same schedule, so none held exact
+    assert all(repeat_drift(c, t, same_schedule_only=True) is None for c, t in records)
     case = records[0][0]
     assert repeat_drift(case, Trace(outcome="crash", env={"device": "cpu"})) is None

@@ -213,8 +213,9 @@ class FuzzLoop:
 
         t = time.time() - self.stats.started
         drift = repeat_drift(case, trace) if trace is not None else None
+        exact = repeat_drift(case, trace, same_schedule_only=True) if trace is not None else None
         self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase, session_s, timings,
-                                        repeat_drift=drift).to_json() + "\n")
+                                        repeat_drift=drift, exact_drift=exact).to_json() + "\n")
         self._events.flush()
 
     def _write(self, case: Case, result, why: str = "") -> None:

@@ -61,11 +61,14 @@ class CaseEvent:
     backend: str = ""  # engine.attention_backend, "auto" when unset ("" in files written before it existed)
     weights: str = ""  # online weight quantization (engine.extra.quantization), "none" ("" in older files)
     repeat_drift: float | None = None  # largest drift of a repeated request from its first run (None: no repeat)
+    # the same over the pairs computed the same way (oracles/consistency.py same_schedule), which are held exact
+    exact_drift: float | None = None
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
     def of(cls, case: Case, status: Status, signature: str, t: float, seconds: float, phase: Phase,
-           session_s: float = 0.0, timings: dict | None = None, repeat_drift: float | None = None) -> CaseEvent:
+           session_s: float = 0.0, timings: dict | None = None, repeat_drift: float | None = None,
+           exact_drift: float | None = None) -> CaseEvent:
         e = case.engine
         return cls(t=round(t, 3), phase=phase, status=status, signature=signature, kv_cache_dtype=e.kv_cache_dtype,
                    layers=layer_pattern(case.model.layers),
@@ -76,7 +79,7 @@ class CaseEvent:
                    steps_s=round((timings or {}).get("steps_s", 0.0), 3), memory=case.model.memory,
                    startup_cpu_s=round((timings or {}).get("startup_cpu_s", 0.0), 3),
                    cpu_s=round((timings or {}).get("cpu_s", 0.0), 3), backend=e.attention_backend or "auto",
-                   weights=str(e.extra.get("quantization") or "none"), repeat_drift=repeat_drift)
+                   weights=str(e.extra.get("quantization") or "none"), repeat_drift=repeat_drift, exact_drift=exact_drift)
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
@@ -98,7 +101,7 @@ class CaseEvent:
                    steps_s=float(d.get("steps_s", 0.0)), memory=str(d.get("memory", "")),
                    startup_cpu_s=float(d.get("startup_cpu_s", 0.0)), cpu_s=float(d.get("cpu_s", 0.0)),
                    backend=str(d.get("backend", "")), weights=str(d.get("weights", "")),
-                   repeat_drift=d.get("repeat_drift"), worker=worker)
+                   repeat_drift=d.get("repeat_drift"), exact_drift=d.get("exact_drift"), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:

@@ -83,9 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
 def check_environment() -> None:
     """Variables the engines read later, checked before any work starts (one line naming the variable)."""
     from hybridfuzz.engines import cuda_sync
+    from hybridfuzz.faults import mends
 
     try:
         cuda_sync.chosen()
+        mends.chosen()
     except ValueError as e:
         raise errors.UsageError(str(e)) from None
 

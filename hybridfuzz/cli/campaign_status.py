@@ -19,7 +19,8 @@ def add_arguments(p) -> None:
     p.add_argument("--shared", action="store_true",
                    help="also list case features that a class of findings shares beyond chance (base rates from the run's cases)")
     p.add_argument("--noise", action="store_true",
-                   help="also list how far repeated requests drifted, per case feature (the data a GPU tolerance is calibrated from)")
+                   help="also list how far repeated requests drifted, per case feature (the data a GPU tolerance is calibrated from), "
+                        "and apart those computed on the same schedule (held exact)")
     options.add_json(p)
 
 
@@ -46,8 +47,9 @@ def run(args) -> int:
     if args.noise:
         from hybridfuzz.noise import drift_floor
 
-        floor = drift_floor(args.dir)
+        floor, exact_floor = drift_floor(args.dir), drift_floor(args.dir, "exact_drift")
         s["drift_floor"] = [dataclasses.asdict(f) for f in floor]
+        s["exact_drift_floor"] = [dataclasses.asdict(f) for f in exact_floor]
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
@@ -64,4 +66,8 @@ def run(args) -> int:
         print("repeat drift per case feature:" if floor else "repeat drift: no case of this run recorded one (events before it existed)")
         for f in floor:
             print(f"  {f.line()}")
+        if exact_floor:  # files written before 2026-12-03 have none
+            print("same-schedule repeats (held exact), drift per case feature:")
+            for f in exact_floor:
+                print(f"  {f.line()}")
     return 0

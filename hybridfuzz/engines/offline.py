@@ -179,6 +179,8 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
                 trace.engine_settings[cuda_sync.SETTINGS_KEY] = schedule
         for name in ENGINE_ENV_RECORDED:
             trace.engine_settings[name] = os.environ.get(name, "")
+        if os.environ.get("HYBRIDFUZZ_MEND"):  # a replay with candidate fixes applied (faults/mends.py) says so
+            trace.engine_settings["HYBRIDFUZZ_MEND"] = os.environ["HYBRIDFUZZ_MEND"]
         trace.env = environment()
         if progress is not None:
             progress({"event": "starting", "trace": trace.to_dict()})

@@ -6,7 +6,8 @@ imports nothing (issue #14, defect 6: installing hybridfuzz must not change othe
 With ``HYBRIDFUZZ_FAULT=name[:severity][,...]`` it wraps the vLLM functions the named faults
 need (``hooks.py``). The fuzzer never reads the variable: it is how we measure that the
 fuzzer finds bugs of these kinds on its own (``hybridfuzz bench --faults``). The catalogue,
-with the upstream report each fault models, is ``catalogue.py``; ``names()`` lists it.
+with the upstream report each fault models, is ``catalogue.py``; ``names()`` lists it. The same
+plugin applies ``HYBRIDFUZZ_MEND``'s candidate fixes (``mends.py``), the other way round.
 """
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ def names() -> tuple[str, ...]:
 
 
 def register() -> None:
+    if os.environ.get("HYBRIDFUZZ_MEND"):  # candidate upstream fixes (mends.py), for a triage's decisive replay
+        from hybridfuzz.faults import mends
+
+        mends.activate()
     text = os.environ.get("HYBRIDFUZZ_FAULT", "")
     if not text:
         return

@@ -1,0 +1,82 @@
+"""Mends: candidate upstream fixes applied inside the engine, for the decisive replay of a triage.
+
+``HYBRIDFUZZ_MEND=name[,name...]`` in the environment of a hybridfuzz command (``HYBRIDFUZZ_MEND=scale-fill
+hybridfuzz replay CASE``) reaches every engine process, where the same vLLM plugin as the faults
+(``hybridfuzz.faults.register``) applies the named mends before the engine is built. A finding that diverges without
+the mend and passes with it is explained by the code the mend changes: what a triage read in vLLM's source becomes
+a measured fact, and a line for the upstream report. Without the variable nothing is imported or changed. Each mend
+wraps the vLLM function it fixes (never a copy of it) and names the upstream change it stands for.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+ENV = "HYBRIDFUZZ_MEND"
+
+
+class MendError(ValueError):
+    """One line naming the offending part of HYBRIDFUZZ_MEND."""
+
+
+@dataclass(frozen=True)
+class Mend:
+    name: str
+    upstream: str  # the fix it stands for
+    apply: Callable[[], None]
+
+
+def _no_scale_fill() -> None:
+    """TritonAttentionImpl._ensure_scale_caches without its two ``fill_(1.0)`` calls: the views are made as before,
+    and whatever the pages hold stays (the scales of written slots are written with their K/V)."""
+    import torch
+    from vllm.v1.attention.backends.triton_attn import TritonAttentionImpl
+
+    original = TritonAttentionImpl._ensure_scale_caches
+    if getattr(original, "_hybridfuzz_mend", False):
+        return
+
+    @functools.wraps(original)
+    def ensure_scale_caches(self, kv_cache):
+        fill = torch.Tensor.fill_
+        torch.Tensor.fill_ = lambda t, *args, **kwargs: t  # the method's only writes; its views are what it exists for
+        try:
+            return original(self, kv_cache)
+        finally:
+            torch.Tensor.fill_ = fill
+
+    ensure_scale_caches._hybridfuzz_mend = True  # type: ignore[attr-defined]
+    TritonAttentionImpl._ensure_scale_caches = ensure_scale_caches
+
+
+MENDS: dict[str, Mend] = {m.name: m for m in (
+    Mend("scale-fill", "seed 1 (../shared/seeds/): vLLM PR #56492 removes the two fill_(1.0) of "
+                       "TritonAttentionImpl._ensure_scale_caches, which overwrite recurrent state in pages shared with "
+                       "per-token-head KV (int8/int4/fp8_per_token_head on TRITON_ATTN)", _no_scale_fill),
+)}
+
+
+def parse(text: str) -> list[Mend]:
+    """The mends HYBRIDFUZZ_MEND names, in order; MendError (one line) for an unknown one."""
+    out = []
+    for name in (p.strip() for p in text.split(",")):
+        if not name:
+            continue
+        if name not in MENDS:
+            raise MendError(f"{ENV}: unknown mend {name!r} (known: {', '.join(MENDS)})")
+        out.append(MENDS[name])
+    return out
+
+
+def chosen() -> list[Mend]:
+    return parse(os.environ.get(ENV, ""))
+
+
+def activate() -> list[str]:
+    """Apply the mends the environment names (in an engine process, through the plugin); their names."""
+    mends = chosen()
+    for m in mends:
+        m.apply()
+    return [m.name for m in mends]
