@@ -90,7 +90,7 @@ def repeat_drift(case: Case, trace: Trace, same_schedule_only: bool = False) -> 
     if trace.outcome != "ok":
         return None
     drifts = [measure(ref, later, SCHEDULE_VARIANCE.relevant_nats)[0] for fidx, fr, ref, idx, r, later, _ in repeated_pairs(case, trace)
-              if not same_schedule_only or (fr == r and same_schedule(case, trace, fidx, idx))]
+              if not same_schedule_only or same_schedule(case, trace, (fidx, fr, idx, r))]
     return round(max(drifts), 4) if drifts else None
 
 
@@ -167,17 +167,19 @@ def _symptom(case: Case, trace: Trace, fidx: int, idx: int) -> str:
     return "first-request-differs" if fidx == next(compared_results(case, trace))[0] else "repeat-differs"
 
 
-def same_schedule(case: Case, trace: Trace, fidx: int, idx: int) -> bool:
-    """Did the engine compute a request's two runs the same way: two generate steps of one batch (the same prompts
-    in the same order, the same lengths), every request of it with as many cached tokens as the first time, whole
-    prompts (no token budget) and no request left in flight? Schedule variance (SCHEDULE_VARIANCE) comes from another
+def same_schedule(case: Case, trace: Trace, pair: tuple[int, int, int, int]) -> bool:
+    """Did the engine compute a request's two runs (pair: first step, its request, later step, its request) the same
+    way: the same request of two generate steps of one batch (the same prompts in the same order, the same lengths),
+    every request of it with as many cached tokens as the first time, whole prompts (no token budget) and no request
+    left in flight? Schedule variance (SCHEDULE_VARIANCE) comes from another
     batch shape, other chunk boundaries or a prefix-cache hit; with none of them a GPU computes the same bits: an
     H200 gave repeats with the same cache state drift 0.000 on TRITON_ATTN and the default backend (2026-11-30,
     results/gpu-h200x2-2026-11-30-vllm-0.32.0/). Such pairs are compared exactly, so a corruption too small for the
     schedule tolerance still shows: seed 1's scale fill in a tiny model, whose first request and its repeat ran in
     identical batches and passed at 0.25 nats on vLLM 0.33.0 (results/gpu-h200-2026-12-03-s21/)."""
+    fidx, fr, idx, r = pair
     first, later = case.steps[fidx], case.steps[idx]
-    if fidx == idx or first != later or not isinstance(first, Generate) or chunks_prompts(case):
+    if fidx == idx or fr != r or first != later or not isinstance(first, Generate) or chunks_prompts(case):
         return False
     if any(isinstance(s, Submit) for s in case.steps):
         return False
@@ -192,7 +194,7 @@ def _mismatches(case: Case, trace: Trace, tol: Tolerance):
         if isinstance(case.steps[idx], Submit):
             pair_tol, exact = SCHEDULE_VARIANCE, False
         else:
-            exact = EXACT.drift < tol.drift and fr == r and same_schedule(case, trace, fidx, idx)
+            exact = EXACT.drift < tol.drift and same_schedule(case, trace, (fidx, fr, idx, r))
             pair_tol = EXACT if exact else tol
         yield (fidx, fr, idx, r), compare_requests(ref, result, pair_tol), ref, result, prompt, exact  # type: ignore[arg-type]
 

@@ -179,8 +179,10 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
                 trace.engine_settings[cuda_sync.SETTINGS_KEY] = schedule
         for name in ENGINE_ENV_RECORDED:
             trace.engine_settings[name] = os.environ.get(name, "")
-        if os.environ.get("HYBRIDFUZZ_MEND"):  # a replay with candidate fixes applied (faults/mends.py) says so
-            trace.engine_settings["HYBRIDFUZZ_MEND"] = os.environ["HYBRIDFUZZ_MEND"]
+        from hybridfuzz.faults.mends import ENV as MEND_ENV
+
+        if os.environ.get(MEND_ENV):  # a replay with candidate fixes applied (faults/mends.py) says so
+            trace.engine_settings[MEND_ENV] = os.environ[MEND_ENV]
         trace.env = environment()
         if progress is not None:
             progress({"event": "starting", "trace": trace.to_dict()})
