@@ -20,6 +20,8 @@ for d in "$res"/*/; do
     [ -d "$w" ] || continue; wn=$(basename "$w"); mkdir -p "$out/$n/workers/$wn"
     cp "$w"/summary.json "$w"/events.jsonl "$out/$n/workers/$wn"/ 2>/dev/null
     grep -v " INFO \|WARNING" "$w/worker.log" 2>/dev/null | tail -60 > "$out/$n/workers/$wn/worker.log.tail"
+    # what the background shrinker did: which finding, what it kept, how it ended (the tail above misses it)
+    grep -a "shrink\|kept:\|replay" "$w/worker.log" 2>/dev/null | grep -v " INFO " | tail -300 > "$out/$n/workers/$wn/shrinks.txt"
   done
 done
 du -sh "$out"

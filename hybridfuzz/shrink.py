@@ -7,10 +7,19 @@ machine with no example database. It tries simpler variants of the case, biggest
 simplification first, keeps the first one that still fails with the same
 signature, and repeats until no variant does (delta debugging, greedy). Variants
 run several at a time on the host, so a GPU with many small engines shrinks fast.
+
+Blocks before single items, as in Zeller's ddmin: half the steps (or layers, or
+non-default settings) at once, then quarters, down to one. A warm engine's history
+runs to hundreds of steps (262 in the 0.33.0 campaign of 2026-12-03), and one at a
+time a 300 s budget removed about twenty of them. After a kept variant the search
+goes on from where it was instead of from the first variant again: the variants
+before it were just tried and failed to reproduce, and trying them again first cost
+one engine run per kept step. It ends, as before, when a whole round keeps nothing.
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -36,10 +45,23 @@ def variants(case: Case, protocol: sleepwake.Host = sleepwake.OFFLINE) -> Iterat
     blocks (dropping the wake-up after ``sleep(level=0)`` leaves a generate waiting on a
     paused scheduler): it would wait out the engine timeout by design (600 s of a 60 s
     shrink budget, 2026-12-01), and the strategies never draw one either."""
+    for _, why, c in _from(case, protocol, 0):
+        yield why, c
+
+
+def _from(case: Case, protocol: sleepwake.Host, start: int) -> Iterator[tuple[int, str, Case]]:
+    """``variants`` with each one's place among all candidates, beginning at ``start`` and wrapping round. Lazy: a
+    262-step history has hundreds of candidates, and checking each against the schema took seconds a round."""
+    candidates = list(_candidates(case))
     blocking = _blocking_steps(case, protocol)
-    for why, c in _candidates(case):
-        if _valid(c) and _blocking_steps(c, protocol) <= blocking:
-            yield why, c
+    seen: set[str] = set()  # a block can equal a sleep/wake pair or a single drop: one engine run each is enough
+    for k in range(len(candidates)):
+        at = (start + k) % len(candidates)
+        why, c = candidates[at]
+        key = repr(case_to_dict(c))
+        if key not in seen and _valid(c) and _blocking_steps(c, protocol) <= blocking:
+            seen.add(key)
+            yield at, why, c
 
 
 def _blocking_steps(case: Case, protocol: sleepwake.Host) -> int:
@@ -54,15 +76,30 @@ def _valid(case: Case) -> bool:
     return True
 
 
+def blocks(n: int) -> Iterator[tuple[int, int]]:
+    """(start, length) of the runs of more than one item to drop from ``n`` items, longest first: halves, quarters,
+    ... down to pairs; never all ``n`` (a case keeps a step and a layer). Single items come after, one by one."""
+    size = n // 2
+    while size >= 2:
+        for start in range(0, n, size):
+            if min(size, n - start) >= 2 and not (start == 0 and size >= n):
+                yield start, min(size, n - start)
+        size //= 2
+
+
 def _candidates(case: Case) -> Iterator[tuple[str, Case]]:
     steps = case.steps
     for i in range(len(steps) - 1):  # a sleep and its wake_up go together
         if isinstance(steps[i], Sleep) and isinstance(steps[i + 1], WakeUp) and len(steps) > 2:
             yield f"drop steps {i}-{i + 1} (sleep, wake_up)", case.replace(steps=_without(steps, i, 2))
+    for start, n in blocks(len(steps)):
+        yield f"drop steps {start}-{start + n - 1}", case.replace(steps=_without(steps, start, n))
     if len(steps) > 1:
         for i in range(len(steps)):
             yield f"drop step {i} ({type(steps[i]).__name__})", case.replace(steps=_without(steps, i))
     layers = case.model.layers
+    for start, n in blocks(len(layers)):
+        yield f"drop layers {start}-{start + n - 1}", case.replace(model=dataclasses.replace(case.model, layers=tuple(_without(list(layers), start, n))))
     if len(layers) > 1:
         for i in range(len(layers)):
             yield f"drop layer {i} ({layers[i]})", case.replace(model=dataclasses.replace(case.model, layers=tuple(_without(list(layers), i))))
@@ -87,8 +124,12 @@ def _with_step(case: Case, i: int, step) -> Case:
     return case.replace(steps=[step if k == i else s for k, s in enumerate(case.steps)])
 
 
-def _default_fields(case: Case) -> Iterator[tuple[str, Case]]:
-    """Engine and model settings back to their defaults, one at a time."""
+Edit = Callable[[Case], Case]
+
+
+def _default_edits(case: Case) -> list[tuple[str, Edit]]:
+    """Each engine and model setting off its default, with the edit that sets it back (an extra/env key: drops it)."""
+    edits: list[tuple[str, Edit]] = []
     default_engine = EngineConfig()
     for f in dataclasses.fields(EngineConfig):
         value = getattr(case.engine, f.name)
@@ -96,14 +137,31 @@ def _default_fields(case: Case) -> Iterator[tuple[str, Case]]:
             continue  # vLLM's default here is the compiled graph path: a minute slower, never simpler
         if f.name in ("extra", "env"):
             for key in value:
-                smaller = {k: v for k, v in value.items() if k != key}
-                yield f"engine.{f.name}: drop {key}", case.replace(engine=dataclasses.replace(case.engine, **{f.name: smaller}))
+                edits.append((f"engine.{f.name}: drop {key}", lambda c, name=f.name, key=key: c.replace(
+                    engine=dataclasses.replace(c.engine, **{name: {k: v for k, v in getattr(c.engine, name).items() if k != key}}))))
         elif value != getattr(default_engine, f.name):
-            yield f"engine.{f.name}: default", case.replace(engine=dataclasses.replace(case.engine, **{f.name: getattr(default_engine, f.name)}))
+            edits.append((f"engine.{f.name}: default", lambda c, name=f.name: c.replace(
+                engine=dataclasses.replace(c.engine, **{name: getattr(default_engine, name)}))))
     default_model = ModelSpec()
     for f in dataclasses.fields(ModelSpec):
         if f.name != "layers" and getattr(case.model, f.name) != getattr(default_model, f.name):
-            yield f"model.{f.name}: default", case.replace(model=dataclasses.replace(case.model, **{f.name: getattr(default_model, f.name)}))
+            edits.append((f"model.{f.name}: default", lambda c, name=f.name: c.replace(
+                model=dataclasses.replace(c.model, **{name: getattr(default_model, name)}))))
+    return edits
+
+
+def _default_fields(case: Case) -> Iterator[tuple[str, Case]]:
+    """Engine and model settings back to their defaults: several at once (``blocks``), then one at a time."""
+    edits = [(why, edit) for why, edit in _default_edits(case) if _valid(edit(case))]  # an invalid one spoils its blocks
+    runs = ([(0, len(edits))] if len(edits) >= 2 else []) + list(blocks(len(edits)))  # all of them at once first
+    for start, n in runs:
+        smaller = case
+        for _, edit in edits[start:start + n]:
+            smaller = edit(smaller)
+        names = ", ".join(why.replace(": drop ", ".").replace(": default", "") for why, _ in edits[start:start + n])
+        yield f"{n} settings to default ({names})", smaller
+    for why, edit in edits:
+        yield why, edit(case)
 
 
 def describe(case: Case) -> str:
@@ -131,31 +189,35 @@ def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool =
 
 def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,
            on_smaller: Callable[[Case, Verdict, str], None] = lambda c, v, why: None,
-           log: Callable[[str], None] = print, alone: bool = False) -> ShrinkResult:
+           log: Callable[[str], None] = print, alone: bool = False,
+           judge: Callable[[list[Case]], tuple[list[Verdict], int]] | None = None) -> ShrinkResult:
     """Greedy: take the first variant (in ``variants`` order) that fails with ``signature``; repeat.
 
     ``on_smaller`` is called with every smaller failing case at once (write it to disk there),
     so a run killed mid-shrink keeps its progress. ``alone``: the finding is decided by the case's own
     run (oracles/health.py decided_alone), so variants run without their reference engines: a crash's
     shrink then starts half the engines (the H200 campaign of 2026-12-01 ran 2 shrinks of 2 variants,
-    8 engines, beside 24 generating ones on 16 cores at a load of 3 per core).
+    8 engines, beside 24 generating ones on 16 cores at a load of 3 per core). ``judge``: verdicts and engine runs
+    for a batch of variants, ``evaluate_batch`` on ``host`` unless given (tests of the search order give a rule).
     """
+    judge = judge or (lambda cases: evaluate_batch(cases, host, timeout, alone))
     t0 = time.monotonic()
     runs, accepted = 0, []
     verdict: Verdict | None = None
     current = case
+    protocol = getattr(host, "protocol", sleepwake.OFFLINE)
+    at = 0  # the candidate the search goes on from after a kept variant (the module docstring says why)
     while True:
         improved = False
-        pending = list(variants(current, getattr(host, "protocol", sleepwake.OFFLINE)))
-        for start in range(0, len(pending), parallel):
+        pending = _from(current, protocol, at)
+        while chunk := list(itertools.islice(pending, parallel)):
             if time.monotonic() - t0 > budget_s:
                 return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False)
-            chunk = pending[start:start + parallel]
-            verdicts, n = evaluate_batch([c for _, c in chunk], host, timeout, alone)
+            verdicts, n = judge([c for _, _, c in chunk])
             runs += n
-            hit = next(((why, c, v) for (why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
+            hit = next(((i, why, c, v) for (i, why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
             if hit:
-                why, current, verdict = hit
+                at, why, current, verdict = hit
                 accepted.append(why)
                 log(f"  [{time.monotonic() - t0:6.0f}s] kept: {why} -> {describe(current)}")
                 on_smaller(current, verdict, why)

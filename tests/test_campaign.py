@@ -466,8 +466,38 @@ def test_background_shrinker_takes_crashes_first_then_in_order():
                 "self_consistency:reload-differs:4", "health:crash:SIGABRT:5"):
         shrinker._put(ShrinkJob(sig, sig))
     shrinker._put(None)
-    order = [shrinker._jobs.get()[-1] for _ in range(6)]
+    order = [shrinker._jobs.get() for _ in range(6)]
     assert [j.signature.rsplit(":", 1)[-1] if j else None for j in order] == ["3", "5", "1", "2", "4", None]
+
+
+def test_background_shrinker_takes_one_finding_of_each_kv_dtype_and_oracle_kind_first(tmp_path):
+    """Past the health findings, a KV dtype's second finding waits for every other dtype's first, and within a round
+    an oracle kind's second for the other kinds' first (the 0.33.0 campaign of 2026-12-03: 13 of 36 findings one
+    per-token-head class, no shrink finished)."""
+    from hybridfuzz.campaign.background import BackgroundShrinker, ShrinkJob
+    from hybridfuzz.case import Case, EngineConfig, Generate, dump_case
+    from hybridfuzz.model import LINEAR, ModelSpec
+
+    def job(name, signature, dtype):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(dump_case(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6]], max_tokens=2)],
+                                       engine=EngineConfig(kv_cache_dtype=dtype))))
+        return ShrinkJob(signature, str(path))
+
+    shrinker = BackgroundShrinker(lambda: None, parallel=1, budget_s=0.0, timeout_s=1, on_done=lambda o: None)
+    for name, sig, dtype in [("a", "self_consistency:first-request-differs:1", "int8_per_token_head"),
+                             ("b", "self_consistency:first-request-differs:2", "int8_per_token_head"),
+                             ("c", "self_consistency:reload-differs:3", "int8_per_token_head"),
+                             ("d", "self_consistency:first-request-differs:4", "auto"),
+                             ("e", "health:nonfinite:5", "int8_per_token_head"),
+                             ("f", "self_consistency:first-request-differs:6", "fp8_e4m3"),
+                             ("g", "reference:beyond-noise:7", "auto")]:
+        shrinker._put(job(name, sig, dtype))
+    shrinker._put(None)
+    order = [shrinker._jobs.get() for _ in range(8)]
+    # e: health (int8's first); d, f: auto's and fp8's first; c and g: int8's and auto's second, each its oracle
+    # kind's first; a and b: the first-request kind's third and fourth, in the order found
+    assert [j.path.rsplit("/", 1)[-1][0] if j else None for j in order] == ["e", "d", "f", "c", "g", "a", "b", None]
 
 
 @pytest.mark.engine

@@ -11,15 +11,18 @@ replayed before it counts; a job begun after it is only replayed (in the H200 ca
 2026-12-03 that confirmed 36 findings on fresh engines in the two minutes after the budget,
 results/gpu-h200-2026-12-03-s20/). Crashes, errors and NaNs go first: with two shrink slots a
 host, the three findings shrunk in that campaign were two start-up errors of known classes and
-a drift that was most likely noise.
+a drift that was most likely noise. Then one finding of each KV dtype before a second of any, and
+within that one of each oracle kind: in the next campaign (0.33.0, results/gpu-h200-2026-12-03-s21/)
+no shrink finished in 660 s, and of the 36 findings 13 were one bug class (per-token-head KV dtypes),
+so in the order found a class got its second shrink before another class its first.
 """
 from __future__ import annotations
 
 import contextlib
 import itertools
-import queue
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
@@ -52,7 +55,46 @@ def priority(signature: str) -> int:
     return 0 if signature.startswith("health:") else 1
 
 
+def kind(signature: str, path: str) -> tuple[str, str]:
+    """What makes two findings likely one bug: the case's KV dtype (each bug class found so far lived in one KV
+    layout) and the oracle's kind (the signature without its hash). An unreadable file has no dtype: the job fails
+    later, when it is taken, and says why there."""
+    try:
+        dtype = load_case_file(path).engine.kv_cache_dtype
+    except Exception:
+        dtype = ""
+    return dtype, signature.rsplit(":", 1)[0]
+
+
 _LAST = 2  # the queue's end-of-work marker sorts after every job
+
+
+class JobQueue:
+    """The shrinker's waiting jobs, taken in ``priority`` order, then the fewest already taken of the job's KV dtype,
+    then of its oracle kind (``kind``), then first come first served: counted when taken, so a class's second shrink
+    waits for every other class's first whenever they were found."""
+
+    def __init__(self):
+        self._waiting: list[tuple[int, int, tuple[str, str], ShrinkJob | None]] = []
+        self._taken_dtypes: Counter[str] = Counter()
+        self._taken_kinds: Counter[str] = Counter()
+        self._submitted = itertools.count()
+        self._ready = threading.Condition()
+
+    def put(self, job: ShrinkJob | None) -> None:
+        first = _LAST if job is None else priority(job.signature)
+        with self._ready:
+            self._waiting.append((first, next(self._submitted), kind(job.signature, job.path) if job else ("", ""), job))
+            self._ready.notify()
+
+    def get(self) -> ShrinkJob | None:
+        with self._ready:
+            self._ready.wait_for(lambda: self._waiting)
+            best = min(self._waiting, key=lambda w: (w[0], self._taken_dtypes[w[2][0]], self._taken_kinds[w[2][1]], w[1]))
+            self._waiting.remove(best)
+            self._taken_dtypes[best[2][0]] += 1
+            self._taken_kinds[best[2][1]] += 1
+            return best[3]
 
 
 class BackgroundShrinker:
@@ -66,8 +108,7 @@ class BackgroundShrinker:
         self.on_done = on_done
         self.log = log
         self.slots = slots  # shared with the other workers of the host (None: shrink at once)
-        self._jobs: queue.PriorityQueue[tuple[int, int, ShrinkJob | None]] = queue.PriorityQueue()
-        self._submitted = itertools.count()  # first come, first served within a priority
+        self._jobs = JobQueue()
         self.deadline = float("inf")  # no shrink runs past it (the loop sets its budget end plus a grace)
         self._thread = threading.Thread(target=self._work, name="hybridfuzz-shrinker", daemon=True)
         self._started = False
@@ -82,13 +123,13 @@ class BackgroundShrinker:
         self._put(ShrinkJob(signature, path, confirm))
 
     def _put(self, job: ShrinkJob | None) -> None:
-        self._jobs.put((_LAST if job is None else priority(job.signature), next(self._submitted), job))
+        self._jobs.put(job)
 
     def _work(self) -> None:
         host = self._make_host()
         try:
             while True:
-                job = self._jobs.get()[-1]
+                job = self._jobs.get()
                 if job is None:
                     return
                 try:
