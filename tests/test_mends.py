@@ -46,3 +46,19 @@ def test_an_unknown_mend_is_one_line_before_any_work():
                        cwd=ROOT, timeout=300)
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == ["hybridfuzz: HYBRIDFUZZ_MEND: unknown mend 'nope' (known: scale-fill)"]
+
+
+@pytest.mark.engine
+def test_a_replay_with_a_mend_records_that_its_engine_ran_the_mended_code(tmp_path):
+    """The variable alone is no evidence: the H200 replays of 2026-12-04 that still diverged with scale-fill recorded
+    only HYBRIDFUZZ_MEND. The engine's settings now say which mends vLLM's own classes carry once the engine is up."""
+    import json
+
+    (tmp_path / "case.yaml").write_text("model: {layers: [linear_attention, full_attention]}\n"
+                                        "steps:\n- generate: {prompts: [[5, 6, 7]], max_tokens: 2}\n")
+    env = {k: v for k, v in os.environ.items() if k not in (mends.ENV, "HYBRIDFUZZ_FAULT")}
+    for extra, expected in (({mends.ENV: "scale-fill"}, ["scale-fill"]), ({}, None)):
+        p = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "replay", str(tmp_path / "case.yaml"), "--json"],
+                           env={**env, **extra}, capture_output=True, text=True, cwd=ROOT, timeout=900)
+        assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+        assert json.loads(p.stdout)["engine_settings"].get("mends_in_place") == expected, p.stdout

@@ -218,6 +218,10 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
     trace.timings["startup_s"] = time.perf_counter() - t0
     trace.timings["startup_cpu_s"] = cpu_seconds() - c0
     trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm)}
+    if os.environ.get(MEND_ENV):
+        from hybridfuzz.faults import mends
+
+        trace.engine_settings["mends_in_place"] = mends.in_place()  # [] means the plugin did not apply them here
     if dropped:
         trace.engine_settings["dropped_defaults"] = dropped
     return llm
