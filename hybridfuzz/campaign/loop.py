@@ -170,7 +170,10 @@ class FuzzConfig:
     cases_per_engine: int = 1
     shrink: Literal["inline", "background"] = "inline"
     shrink_parallel: int = 2  # background: engines at once for the shrinker
-    shrink_budget_s: float = 300.0  # background: per finding
+    # background: per finding. 150 s, not 300: in the 12-minute 0.33.0 campaign of 2026-12-04 two slots of 300 s
+    # shrank 3 of 28 findings, while a block shrink (shrink.py) took a 15-step finding to 2 steps in 139 s; a shrink
+    # cut short is still replayed, and `hybridfuzz shrink` finishes it later (results/gpu-h200-2026-12-04-s22/)
+    shrink_budget_s: float = 150.0
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)
     memory_dir: str | None = None  # outcome memory (campaign/outcomes.py), shared by a campaign's workers
     shrink_slots: ShrinkSlots | None = None  # background: shrinks at once, shared by all workers of the host (None: no limit)
