@@ -170,12 +170,15 @@ class BackgroundShrinker:
                                            1 + (first.reference is not None), True))
                 return
         budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
+        self.log(f"{job.signature}: shrinking, {budget:.0f} s budget")
         result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel * (2 if alone else 1),
-                        self.timeout_s, on_smaller=keep, log=self.log, alone=alone)
+                        self.timeout_s, on_smaller=keep, log=lambda line: self.log(f"{job.signature}: {line.strip()}"), alone=alone)
         minimal = load_case_file(job.path)
         again = replay(minimal.replace(observed=[]), host, self.timeout_s, alone=alone)
         minimal, replays = replayed(minimal, again, job.signature)
         self.busy_s += time.time() - t0
+        self.log(f"{job.signature}: {'finished' if result.finished else 'cut short'} after {result.seconds:.0f} s, "
+                 f"{len(result.accepted)} kept, {result.runs} engine runs; replay {'shows it' if replays else 'does not'}")
         self.on_done(ShrinkOutcome(job.signature, job.path, minimal, replays, round(time.time() - t0, 1), result.runs,
                                    result.finished))
 

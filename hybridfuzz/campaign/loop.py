@@ -20,6 +20,7 @@ Shrinking, two ways:
 from __future__ import annotations
 
 import datetime
+import sys
 import os
 import time
 from dataclasses import dataclass, field
@@ -206,7 +207,7 @@ class FuzzLoop:
             kind = getattr(host, "name", "forkserver")  # shrink where it was found (a server's steps need a server)
             self.shrinker = BackgroundShrinker(lambda: make_host(kind, workers=2 * config.shrink_parallel, timeout=config.timeout_s),
                                                config.shrink_parallel, config.shrink_budget_s, config.timeout_s, self._shrunk,
-                                               slots=config.shrink_slots)
+                                               log=_shrink_log, slots=config.shrink_slots)
             self.shrinker.deadline = self._deadline + 60.0
 
     # -- one example
@@ -600,6 +601,12 @@ class FuzzLoop:
         summary = self.summary()
         write_atomic(os.path.join(self.cfg.out_dir, "summary.json"), summary.to_json())
         return summary
+
+
+def _shrink_log(line: str) -> None:
+    """The background shrinker's lines (what it kept, a job left open) into the worker's log: without them the
+    H200 campaign of 2026-12-04 showed three workers shrinking for 333-529 s and nothing of what they did."""
+    print(f"shrink: {line.strip()}", file=sys.stderr, flush=True)
 
 
 def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:
