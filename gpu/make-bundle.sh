@@ -58,5 +58,5 @@ mkdir -p "$out/parts"
 rm -f "$out"/parts/part-*
 split -b "${part_mb}M" -d -a 3 "$work/bundle.tar" "$out/parts/part-"
 (cd "$work" && sha256sum bundle.tar | cut -d' ' -f1) > "$out/SHA256"
-cp "$here/install-on-host.sh" "$out/"
+cp "$here/install-on-host.sh" "$here/unpack_wheels.py" "$out/"
 echo "vLLM $ver bundle: $(ls "$out/parts" | wc -l) parts in $out/parts ($(du -sh "$out/parts" | cut -f1)), $(( $(date +%s) - t0 )) s"
