@@ -20,7 +20,13 @@ from concurrent.futures import ProcessPoolExecutor
 def unpack(wheel: str, target: str) -> None:
     with zipfile.ZipFile(wheel) as z:
         for info in z.infolist():
-            path = z.extract(info, target)
+            for attempt in range(3):  # zipfile checks a directory exists, then makes it: another process may be first
+                try:
+                    path = z.extract(info, target)
+                    break
+                except FileExistsError:
+                    if attempt == 2:
+                        raise
             if (info.external_attr >> 16) & 0o111 and not info.is_dir():
                 os.chmod(path, 0o755)
 

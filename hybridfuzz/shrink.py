@@ -58,8 +58,9 @@ def _from(case: Case, protocol: sleepwake.Host, start: int) -> Iterator[tuple[in
     for k in range(len(candidates)):
         at = (start + k) % len(candidates)
         why, c = candidates[at]
-        key = repr(case_to_dict(c))
-        if key not in seen and _valid(c) and _blocking_steps(c, protocol) <= blocking:
+        data = case_to_dict(c)
+        key = repr(data)
+        if key not in seen and _loads(data) and _blocking_steps(c, protocol) <= blocking:
             seen.add(key)
             yield at, why, c
 
@@ -69,8 +70,13 @@ def _blocking_steps(case: Case, protocol: sleepwake.Host) -> int:
 
 
 def _valid(case: Case) -> bool:
+    return _loads(case_to_dict(case))
+
+
+def _loads(data: dict) -> bool:
+    """Would this case's YAML load (``case_from_dict``'s rules)?"""
     try:
-        case_from_dict(case_to_dict(case))
+        case_from_dict(data)
     except CaseError:
         return False
     return True

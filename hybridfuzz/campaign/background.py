@@ -69,32 +69,42 @@ def kind(signature: str, path: str) -> tuple[str, str]:
 _LAST = 2  # the queue's end-of-work marker sorts after every job
 
 
+@dataclass(frozen=True)
+class _Waiting:
+    first: int  # ``priority``, or _LAST for the end marker
+    order: int  # submitted as the order-th
+    dtype: str
+    oracle_kind: str
+    job: ShrinkJob | None
+
+
 class JobQueue:
     """The shrinker's waiting jobs, taken in ``priority`` order, then the fewest already taken of the job's KV dtype,
     then of its oracle kind (``kind``), then first come first served: counted when taken, so a class's second shrink
     waits for every other class's first whenever they were found."""
 
     def __init__(self):
-        self._waiting: list[tuple[int, int, tuple[str, str], ShrinkJob | None]] = []
+        self._waiting: list[_Waiting] = []
         self._taken_dtypes: Counter[str] = Counter()
         self._taken_kinds: Counter[str] = Counter()
         self._submitted = itertools.count()
         self._ready = threading.Condition()
 
     def put(self, job: ShrinkJob | None) -> None:
-        first = _LAST if job is None else priority(job.signature)
+        dtype, oracle_kind = kind(job.signature, job.path) if job else ("", "")
+        waiting = _Waiting(_LAST if job is None else priority(job.signature), next(self._submitted), dtype, oracle_kind, job)
         with self._ready:
-            self._waiting.append((first, next(self._submitted), kind(job.signature, job.path) if job else ("", ""), job))
+            self._waiting.append(waiting)
             self._ready.notify()
 
     def get(self) -> ShrinkJob | None:
         with self._ready:
             self._ready.wait_for(lambda: self._waiting)
-            best = min(self._waiting, key=lambda w: (w[0], self._taken_dtypes[w[2][0]], self._taken_kinds[w[2][1]], w[1]))
+            best = min(self._waiting, key=lambda w: (w.first, self._taken_dtypes[w.dtype], self._taken_kinds[w.oracle_kind], w.order))
             self._waiting.remove(best)
-            self._taken_dtypes[best[2][0]] += 1
-            self._taken_kinds[best[2][1]] += 1
-            return best[3]
+            self._taken_dtypes[best.dtype] += 1
+            self._taken_kinds[best.oracle_kind] += 1
+            return best.job
 
 
 class BackgroundShrinker:

@@ -20,8 +20,8 @@ Shrinking, two ways:
 from __future__ import annotations
 
 import datetime
-import sys
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from collections import Counter, deque
@@ -606,7 +606,7 @@ class FuzzLoop:
 def _shrink_log(line: str) -> None:
     """The background shrinker's lines (what it kept, a job left open) into the worker's log: without them the
     H200 campaign of 2026-12-04 showed three workers shrinking for 333-529 s and nothing of what they did."""
-    print(f"shrink: {line.strip()}", file=sys.stderr, flush=True)
+    print(f"shrink: {line}", file=sys.stderr, flush=True)
 
 
 def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:

@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable
 
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.faults import mends
 from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, cpu_seconds, REFUSAL, REJECTION_TYPES, SLEEP_CHECK, classify, error_info, short_path  # noqa: F401  (re-exported)
 from hybridfuzz.trace import RequestResult, StepResult, Trace
 
@@ -179,10 +180,8 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
                 trace.engine_settings[cuda_sync.SETTINGS_KEY] = schedule
         for name in ENGINE_ENV_RECORDED:
             trace.engine_settings[name] = os.environ.get(name, "")
-        from hybridfuzz.faults.mends import ENV as MEND_ENV
-
-        if os.environ.get(MEND_ENV):  # a replay with candidate fixes applied (faults/mends.py) says so
-            trace.engine_settings[MEND_ENV] = os.environ[MEND_ENV]
+        if os.environ.get(mends.ENV):  # a replay with candidate fixes applied (faults/mends.py) says so
+            trace.engine_settings[mends.ENV] = os.environ[mends.ENV]
         trace.env = environment()
         if progress is not None:
             progress({"event": "starting", "trace": trace.to_dict()})
@@ -218,9 +217,7 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
     trace.timings["startup_s"] = time.perf_counter() - t0
     trace.timings["startup_cpu_s"] = cpu_seconds() - c0
     trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm)}
-    if os.environ.get(MEND_ENV):
-        from hybridfuzz.faults import mends
-
+    if os.environ.get(mends.ENV):
         trace.engine_settings["mends_in_place"] = mends.in_place()  # [] means the plugin did not apply them here
     if dropped:
         trace.engine_settings["dropped_defaults"] = dropped
