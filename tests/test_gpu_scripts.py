@@ -136,6 +136,32 @@ def _fake_bundle(tmp_path):
 
 
 @pytest.mark.engine
+def test_install_on_host_reads_parts_as_they_arrive(tmp_path):
+    """HF_PARTS_COUNT: the install starts before the parts are all there (one device call carries one part) and
+    reads each, in order, once it is moved into place; a part that never comes fails in one line naming it."""
+    parts, sha = _fake_bundle(tmp_path)
+    staged = tmp_path / "staged"
+    os.rename(parts, staged)
+    os.mkdir(parts)
+    target = tmp_path / "site"
+    script = os.path.join(ROOT, "gpu", "install-on-host.sh")
+    proc = subprocess.Popen(["bash", script, parts, sha, str(target)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "HF_PARTS_COUNT": "2"})
+    for name in ("part-000", "part-001"):
+        time.sleep(2)
+        assert proc.poll() is None, "the install ended before all parts arrived"
+        os.rename(staged / name, os.path.join(parts, name))
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out + err[-3000:]
+    assert (target / "tinymod" / "__init__.py").is_file()
+
+    r = subprocess.run(["bash", script, parts, sha, str(tmp_path / "site2")], capture_output=True, text=True,
+                       env={**os.environ, "HF_PARTS_COUNT": "3", "HF_PARTS_WAIT_S": "2"}, timeout=120)
+    assert r.returncode != 0
+    assert "part-002 did not arrive within 2 s" in r.stderr, r.stderr
+
+
+@pytest.mark.engine
 def test_install_on_host_leaves_bytecode_where_python_writes_none(tmp_path):
     """install-on-host.sh compiles what it installed, wheels and vLLM's tree alike, once: on the H200 (2026-12-03)
     the host's Python wrote no .pyc, and 55 % of the host's CPU went to compiling sources at import."""
