@@ -202,14 +202,30 @@ def interfered(result: Result) -> bool:
     return any(t is not None and t.outcome == "rejected" and shortage(t.error) for t in (result.trace, result.reference))
 
 
+# A start-up that timed out is tried once more with this many times the deadline before it counts. On the H200 of
+# 2026-12-04 (results/gpu-h200-2026-12-04-s23/), 19 replays and shrinks started at once on 16 cores (load 30-37):
+# 12 of their first engines, of 7 unrelated cases, met the 300 s deadline while compiling Triton kernels, all with the
+# one signature of a start-up timeout (`health:timeout:Timeout:dd27d43b`, found by s22's campaign the same way);
+# 6 minutes later, on the warm host, the same cases started in seconds. A hung start-up hangs for any deadline.
+STARTUP_RETRY_FACTOR = 2
+
+
+def startup_timed_out(result: Result) -> bool:
+    """Did an engine of this run (the case's or its reference's) time out before its first step?"""
+    return any(t is not None and t.outcome == "timeout" and not t.steps for t in (result.trace, result.reference))
+
+
 def replay(case: Case, host, timeout: float | None = None, tries: int = 3, alone: bool = False) -> Result:
     """``evaluate`` on a fresh engine, again (up to ``tries`` runs) while our harness interfered: a finding's replay
     beside a campaign's other engines can meet vLLM's device-wide sleep memory check, and a replay that did not
-    run the case says nothing about it (the fp8 wake-up crash was set aside as flaky so, 2026-12-01). ``alone``:
-    without the reference run, for a finding the case's own run decides (oracles/health.py decided_alone)."""
+    run the case says nothing about it (the fp8 wake-up crash was set aside as flaky so, 2026-12-01). A start-up
+    timeout, once more with STARTUP_RETRY_FACTOR times the deadline (above). ``alone``: without the reference run,
+    for a finding the case's own run decides (oracles/health.py decided_alone)."""
     result = evaluate(case, host, timeout, alone)
     for _ in range(tries - 1):
         if not interfered(result):
             break
         result = evaluate(case, host, timeout, alone)
+    if startup_timed_out(result):
+        result = evaluate(case, host, STARTUP_RETRY_FACTOR * (timeout or host.timeout), alone)
     return result

@@ -101,9 +101,11 @@ def summarize(verdicts: list, env: dict) -> Observation:
 
 def reproduce(case: Case, host, runs: int, timeout: float | None = None) -> tuple[Observation, list]:
     """Run the case ``runs`` times, each on a fresh engine (a component case once: it is deterministic)."""
-    from hybridfuzz.executor import evaluate
+    from hybridfuzz.executor import replay
 
-    results = [evaluate(case, host, timeout) for _ in range(1 if case.kind == "component" else runs)]
+    # replay, not evaluate: a run our harness spoiled, or a start-up that timed out, is tried again as a campaign's
+    # confirmation tries it (executor.replay), so `hybridfuzz replay` and the campaign agree on what reproduces
+    results = [replay(case, host, timeout) for _ in range(1 if case.kind == "component" else runs)]
     if case.kind == "component":  # runs in this process, whatever the CPU: no ISA class
         from hybridfuzz.engines.offline import environment
 

@@ -50,6 +50,12 @@ def decided_alone(signature: str, summary: str) -> bool:
     return signature.split(":", 1)[0] in OWN_RUN_ORACLES
 
 
+def startup_timeout(signature: str, summary: str) -> bool:
+    """A health finding whose engine did not start within the deadline. A loaded host causes these too
+    (executor.STARTUP_RETRY_FACTOR), so one is replayed, with more time, before a shrink spends engines on it."""
+    return signature.startswith("health:timeout:") and " timeout at start-up" in summary
+
+
 def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None) -> Verdict:
     """``case``: when given, a refusal of a sleep/wake step that the protocol table says must succeed
     (hybridfuzz/sleepwake.py) is a finding, not "unsupported"."""

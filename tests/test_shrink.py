@@ -204,6 +204,46 @@ def test_a_long_history_shrinks_in_blocks_and_goes_on_from_the_last_kept_variant
     assert len(batches) < 45, len(batches)
 
 
+def _rule_shrink(case, fails):
+    """shrink with a rule for the engine (the search order is what is tested): the result and its batch count."""
+    from hybridfuzz.oracles.verdict import Verdict
+
+    found = Verdict("divergence", "self_consistency", "differs", symptom="repeat-differs")
+    batches = []
+
+    def judge(cases):
+        batches.append(len(cases))
+        return [found if fails(c) else Verdict("pass", "", "") for c in cases], len(cases)
+
+    return shrink(case, found.signature, None, 1e9, 2, log=lambda line: None, judge=judge), batches
+
+
+@pytest.mark.parametrize("need", [1, 7, 230, 299])
+def test_a_long_prompt_is_cut_to_the_length_the_finding_needs_in_few_runs(need):
+    """Cuts n/2, 3n/4, ... n-1 (shrink.cut_lengths): on the H200 (2026-12-04) halving and then one token at a time
+    took one engine run per token once the finding needed most of the prompt."""
+    case = load_case("model: {layers: [linear_attention]}\nsteps:\n"
+                     f"- generate: {{prompts: [{list(range(1, 301))}], max_tokens: 2}}\n")
+    result, batches = _rule_shrink(case, lambda c: len(c.steps[0].prompts[0]) >= need)
+    assert result.finished and len(result.case.steps[0].prompts[0]) == need
+    assert len(batches) <= 40, len(batches)  # one token at a time from 300 to 230 alone was 70
+
+
+def test_identical_prompts_are_cut_together_so_the_compared_pair_survives():
+    """A self-consistency finding compares copies of one prompt; cutting one copy alone ends the finding."""
+    prompt = list(range(10, 139))
+    case = load_case("model: {layers: [linear_attention, linear_attention]}\nsteps:\n"
+                     f"- generate: {{prompts: [{prompt}, {prompt}], max_tokens: 4}}\n")
+
+    def fails(c):
+        a, b = c.steps[0].prompts if len(c.steps[0].prompts) == 2 else ([], [1])
+        return a == b and len(a) >= 3
+
+    result, _ = _rule_shrink(case, fails)
+    assert result.case.steps[0].prompts == [prompt[:3], prompt[:3]], result.case.steps[0].prompts
+    assert any("2 copies of a 129-token prompt" in why for why in result.accepted), result.accepted
+
+
 @pytest.mark.parametrize("argv,expected", [
     (["shrink", "dir/x.yaml"], "dir/x.min.yaml"),
     (["shrink", "x.case"], "x.case.min.yaml"),

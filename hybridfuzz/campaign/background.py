@@ -161,7 +161,7 @@ class BackgroundShrinker:
         from hybridfuzz.executor import replay
         from hybridfuzz.findings import replayed
         from hybridfuzz.shrink import shrink
-        from hybridfuzz.oracles.health import decided_alone
+        from hybridfuzz.oracles.health import decided_alone, startup_timeout
 
         t0 = time.time()
         case = load_case_file(job.path)
@@ -171,7 +171,8 @@ class BackgroundShrinker:
             write_atomic(path, dump_case(smaller.replace(observed=observed)))
 
         alone = bool(observed) and decided_alone(job.signature, observed[-1].summary)
-        if job.confirm:
+        # a warm engine's finding, or a start-up timeout (a loaded host makes those too): confirmed before it is shrunk
+        if job.confirm or (bool(observed) and startup_timeout(job.signature, observed[-1].summary)):
             first = replay(case.replace(observed=[]), host, self.timeout_s, alone=alone)
             if first.verdict.signature != job.signature:  # not confirmed: kept, as flaky, with what the replay saw
                 unconfirmed, _ = replayed(case, first, job.signature)

@@ -115,6 +115,14 @@ def rebuild(events: list[dict], outcome: str, error: ErrorInfo) -> list[Trace]:
     return traces
 
 
+def host_load() -> str:
+    """The host's load per core when a run timed out: a loaded host starts engines slowly (executor.replay)."""
+    try:
+        return f"host load {os.getloadavg()[0] / (os.cpu_count() or 1):.1f} per core"
+    except OSError:
+        return "host load unknown"
+
+
 def collect(result_path: str, log_path: str, status: int | None, timed_out: bool, timeout: float, wall: float,
             progress_path: str | None = None) -> list[Trace]:
     """The child's own Traces if it wrote them, else what its progress file shows, ended by the crash or hang."""
@@ -128,7 +136,7 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
             traces = None
     if traces is None:
         if timed_out:
-            outcome, error = "timeout", ErrorInfo("Timeout", f"no progress within {timeout:.0f} s; engine killed")
+            outcome, error = "timeout", ErrorInfo("Timeout", f"no progress within {timeout:.0f} s; engine killed; {host_load()}")
         else:
             outcome, error = _death(status)
         traces = rebuild(_events(progress_path) if progress_path else [], outcome, error)
