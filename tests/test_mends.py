@@ -36,7 +36,8 @@ def test_the_scale_fill_mend_removes_seed_1s_overwrite():
 
 def test_mends_parse_in_order_and_name_an_unknown_one():
     assert [m.name for m in mends.parse(" scale-fill ,")] == ["scale-fill"] and mends.parse("") == []
-    with pytest.raises(mends.MendError, match="HYBRIDFUZZ_MEND: unknown mend 'nope' \\(known: scale-fill\\)"):
+    assert [m.name for m in mends.parse("prefill-eager,scale-fill")] == ["prefill-eager", "scale-fill"]
+    with pytest.raises(mends.MendError, match="HYBRIDFUZZ_MEND: unknown mend 'nope' \\(known: scale-fill, prefill-eager\\)"):
         mends.parse("scale-fill,nope")
 
 
@@ -45,7 +46,7 @@ def test_an_unknown_mend_is_one_line_before_any_work():
     p = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "platform"], env=env, capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert p.returncode == 2
-    assert p.stderr.strip().splitlines() == ["hybridfuzz: HYBRIDFUZZ_MEND: unknown mend 'nope' (known: scale-fill)"]
+    assert p.stderr.strip().splitlines() == ["hybridfuzz: HYBRIDFUZZ_MEND: unknown mend 'nope' (known: scale-fill, prefill-eager)"]
 
 
 @pytest.mark.engine
@@ -57,7 +58,8 @@ def test_a_replay_with_a_mend_records_that_its_engine_ran_the_mended_code(tmp_pa
     (tmp_path / "case.yaml").write_text("model: {layers: [linear_attention, full_attention]}\n"
                                         "steps:\n- generate: {prompts: [[5, 6, 7]], max_tokens: 2}\n")
     env = {k: v for k, v in os.environ.items() if k not in (mends.ENV, "HYBRIDFUZZ_FAULT")}
-    for extra, expected in (({mends.ENV: "scale-fill"}, ["scale-fill"]), ({}, None)):
+    for extra, expected in (({mends.ENV: "scale-fill"}, ["scale-fill"]), ({}, None),
+                            ({mends.ENV: "prefill-eager"}, ["prefill-eager"])):
         p = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "replay", str(tmp_path / "case.yaml"), "--json"],
                            env={**env, **extra}, capture_output=True, text=True, cwd=ROOT, timeout=900)
         assert p.returncode == 0, p.stdout + p.stderr[-3000:]

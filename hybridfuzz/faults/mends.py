@@ -58,10 +58,44 @@ def _scale_fill_in_place() -> bool:
     return bool(getattr(TritonAttentionImpl._ensure_scale_caches, "_hybridfuzz_mend", False))
 
 
+def _eager_prefills() -> None:
+    """GPUModelRunner._determine_batch_execution_and_padding with ``force_eager`` for a batch in which a request still
+    prefills (fewer tokens computed than its prompt has). A one-token prompt, or the last prompt token after a
+    prefix-cache hit, makes a batch of one token per request, which the graph dispatcher replays as a FULL decode
+    graph; the Mamba metadata builder keeps it a prefill and copies state slots into the graph's buffers only for
+    decodes (vLLM 0.33.0 mamba_attn.py ``_update_metadata_for_cudagraph_capture``), so the graph would read another
+    request's or the capture's state. Graph capture (``force_uniform_decode`` given) is left as it is."""
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    original = GPUModelRunner._determine_batch_execution_and_padding
+    if getattr(original, "_hybridfuzz_mend", False):
+        return
+
+    @functools.wraps(original)
+    def determine(self, num_tokens, num_reqs, *args, **kwargs):
+        batch = self.input_batch
+        if kwargs.get("force_uniform_decode") is None and num_reqs and (
+                batch.num_computed_tokens_cpu[:num_reqs] < batch.num_prompt_tokens[:num_reqs]).any():
+            kwargs["force_eager"] = True
+        return original(self, num_tokens, num_reqs, *args, **kwargs)
+
+    determine._hybridfuzz_mend = True  # type: ignore[attr-defined]
+    GPUModelRunner._determine_batch_execution_and_padding = determine
+
+
+def _eager_prefills_in_place() -> bool:
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    return bool(getattr(GPUModelRunner._determine_batch_execution_and_padding, "_hybridfuzz_mend", False))
+
+
 MENDS: dict[str, Mend] = {m.name: m for m in (
     Mend("scale-fill", "seed 1 (../shared/seeds/): vLLM PR #56492 removes the two fill_(1.0) of "
                        "TritonAttentionImpl._ensure_scale_caches, which overwrite recurrent state in pages shared with "
                        "per-token-head KV (int8/int4/fp8_per_token_head on TRITON_ATTN)", _no_scale_fill, _scale_fill_in_place),
+    Mend("prefill-eager", "no upstream change yet: a candidate from reading vLLM 0.33.0 (results/gpu-h200-2026-12-04-s23/"
+                          "README.md): batches with a prefilling request run eagerly, not as the FULL decode graph that "
+                          "reads stale Mamba state slots", _eager_prefills, _eager_prefills_in_place),
 )}
 
 
