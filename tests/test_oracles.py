@@ -221,6 +221,41 @@ def test_float32_decides_a_schedule_only_pair_before_the_attention_only_control(
     assert check_self_consistency(in_float32, drift, controls={"attention-only": differs}).status == "divergence"
 
 
+def test_online_fp8_weights_set_aside_a_reload_pair_from_other_batches_but_not_one_on_the_same_schedule():
+    """oracles/consistency.py BATCH_SCALES: with online fp8 weights vLLM scales activations over the batch, so a reload
+    (or wake) pair that ran in other batches drifts without a bug (8 of 12 such findings of the 0.33.0 campaign of
+    2026-12-04). Set aside: a drift or flip from other batches. Still a finding: the same on the same schedule (held
+    exact), a replaced distribution, the same without fp8 weights or under VLLM_BATCH_INVARIANT."""
+    import dataclasses
+
+    from hybridfuzz.case import Case, EngineConfig, Generate, ReloadWeights
+    from hybridfuzz.model import ModelSpec
+    from hybridfuzz.oracles.consistency import BATCH_SCALES, check_self_consistency, noise_reasons
+    from hybridfuzz.trace import StepResult, Trace
+
+    first = dataclasses.replace(A, num_cached_tokens=0)
+    drifted = dataclasses.replace(req([10, 11], [[(10, -0.9), (20, -1.5)], [(11, -0.3), (21, -2.0)]]), num_cached_tokens=0)
+    replaced = dataclasses.replace(req([99, 11], [[(99, -0.1), (98, -1.0)], [(11, -0.3)]]), num_cached_tokens=0)
+    other = dataclasses.replace(req([12], [[(12, -0.1)]]), num_cached_tokens=0)
+
+    def verdict(extra, later, batched=True, env=None):
+        second = Generate([[5, 6, 7], [8, 9]], max_tokens=2) if batched else Generate([[5, 6, 7]], max_tokens=2)
+        case = Case(ModelSpec(), [Generate([[5, 6, 7]], max_tokens=2), ReloadWeights(), second],
+                    EngineConfig(extra=extra, env=env or {}))
+        steps = [StepResult(index=0, kind="generate", outputs=[first]),
+                 StepResult(index=2, kind="generate", outputs=[later, other] if batched else [later])]
+        return check_self_consistency(case, Trace(outcome="ok", env={"device": "cuda"}, steps=steps))
+
+    fp8 = {"quantization": "fp8"}
+    assert verdict({}, drifted).symptom == "reload-differs"  # 0.4 nats over the GPU's 0.25
+    noise = verdict(fp8, drifted)
+    assert noise.status == "pass" and noise_reasons(noise) == {BATCH_SCALES}
+    assert verdict(fp8, replaced).status == "divergence"
+    assert verdict(fp8, drifted, env={"VLLM_BATCH_INVARIANT": "1"}).status == "divergence"
+    exact = verdict(fp8, drifted, batched=False)
+    assert exact.status == "divergence" and "schedule: the same batch and cache state both times, so compared exactly" in exact.evidence
+
+
 def test_a_wrong_output_signature_names_the_family_so_a_known_bug_masks_no_other():
     """One symptom on two families is two findings; on one family, one (crashes name their code instead)."""
     from hybridfuzz.case import Case, EngineConfig, Generate
