@@ -126,9 +126,10 @@ _ROUNDING_KINDS = ("drift", "flip")  # mismatch kinds rounding can make (oracles
 # quantization/fp8.py, per token only under VLLM_BATCH_INVARIANT), and its GEMM kernels follow the batch's size.
 # Measured over three default H200 campaigns (results/gpu-h200-2026-12-03-s20, -s21, 2026-12-04-s22; each case's
 # largest drift of a repeated request, KV dtypes without per-token-head scales): with fp8 weights 89 of 729 cases
-# drifted over 0.25 nats, up to 3.48; without them 3 of 1603 (Zamba2 with fp8 KV); on the same schedule no case with
-# fp8 weights drifted at all. So a drift or flip of such a pair from other batches is set aside; the same schedule is
-# still held exact, and a replaced distribution stands on any schedule.
+# drifted over 0.25 nats, up to 3.48; without them 3 of 1603 (Zamba2 with fp8 KV); on the same schedule none of 99
+# cases with fp8 weights drifted at all (results/calibration-fp8-weights-batch-2026-12-04/). So a drift or flip of
+# such a pair from other batches is set aside; the same schedule is still held exact, and a replaced distribution
+# stands on any schedule.
 _BATCH_SCALED = ("fp8",)  # values of vLLM's ``quantization`` whose activation scales span the batch
 BATCH_SCALES = "fp8 activations are scaled per batch and the two runs had other batches"
 
