@@ -10,7 +10,7 @@ without a reload is undefined and never compared.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Mapping
+from typing import Collection, Literal, Mapping
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, Generate, Submit
@@ -168,12 +168,17 @@ def needs_control(case: Case, verdict: Verdict) -> bool:
     return verdict.oracle == "self_consistency" and verdict.symptom in SCHEDULE_ONLY and bool(control_cases(case))
 
 
-def _noise(case: Case, kind: MismatchKind, pair: tuple, ran: Mapping[ControlKind, Trace], differs: Mapping[ControlKind, set]) -> str | None:
-    """Why a schedule-only pair is noise by its controls (SCHEDULE_ONLY above), or None: it stands."""
+def _noise(case: Case, kind: MismatchKind, pair: tuple, ran: Mapping[ControlKind, Trace], differs: Mapping[ControlKind, set],
+           tried: Collection[ControlKind] = ()) -> str | None:
+    """Why a schedule-only pair is noise by its controls (SCHEDULE_ONLY above), or None: it stands. ``tried``: the
+    controls that were run, well or not. Where the float32 control was tried and failed, nothing takes online fp8
+    weights' batch-wide scales away, and BATCH_SCALES (above) decides a drift or flip as it does for reload pairs."""
     if runs_in_float32(case):
         return None
     if "float32" in ran:
         return "float32 control agrees" if kind in _ROUNDING_KINDS and pair not in differs["float32"] else None
+    if "float32" in tried and kind in _ROUNDING_KINDS and scales_per_batch(case):
+        return BATCH_SCALES
     return "attention-only control differs too" if pair in differs.get("attention-only", ()) else None
 
 
@@ -245,7 +250,7 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
         symptom = _symptom(case, trace, fidx, idx)
         schedule_only = symptom in SCHEDULE_ONLY
         # A pair held exact by same_schedule had no schedule to differ by: no control sets it aside.
-        why = _noise(case, m.kind, pair, ran, differs) if schedule_only and not exact else None
+        why = _noise(case, m.kind, pair, ran, differs, tuple(controls or ())) if schedule_only and not exact else None
         if not schedule_only and not exact and m.kind in _ROUNDING_KINDS and scales_per_batch(case):
             why = BATCH_SCALES  # a reload or wake pair, which no control decides (above)
         if why:

@@ -206,6 +206,16 @@ def test_float32_decides_a_schedule_only_pair_before_the_attention_only_control(
     assert check_self_consistency(case, drift, controls={"float32": refused}).status == "divergence"
     by_attention = check_self_consistency(case, drift, controls={"float32": refused, "attention-only": differs})
     assert by_attention.status == "pass" and noise_reasons(by_attention) == {"attention-only control differs too"}
+    # with online fp8 weights and no float32 run to take their batch-wide scales away, BATCH_SCALES decides (a drift
+    # or flip is noise; before any control ran nothing is decided, so the float32 control still gets its say)
+    from hybridfuzz.oracles.consistency import BATCH_SCALES
+
+    fp8_case, fp8_drift = _repeat_case_and_trace("cpu", -0.6, extra={"quantization": "fp8"})
+    by_scales = check_self_consistency(fp8_case, fp8_drift, controls={"float32": refused, "attention-only": agrees})
+    assert by_scales.status == "pass" and noise_reasons(by_scales) == {BATCH_SCALES}
+    assert check_self_consistency(fp8_case, fp8_drift).status == "divergence"
+    assert check_self_consistency(fp8_case, fp8_drift, controls={"float32": differs}).status == "divergence"
+    assert check_self_consistency(fp8_case, replaced, controls={"float32": refused}).status == "divergence"
     assert noise_reasons(check_self_consistency(case, run(A))) == set()  # nothing differed: no noise set aside
     # the control: the engine and its state cache in float32 (vLLM's dtype "auto" would run a float32 checkpoint in
     # 16 bits), the same model files, everything else as drawn
