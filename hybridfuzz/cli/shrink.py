@@ -36,7 +36,7 @@ def output_path(args) -> str:
 
 def run(args) -> int:
     from hybridfuzz.case import dump_case, load_case_file
-    from hybridfuzz.executor import evaluate, needs_reference
+    from hybridfuzz.executor import needs_reference, replay
     from hybridfuzz.findings import observation_of, with_observation
     from hybridfuzz.hosts import make_host
     from hybridfuzz.shrink import describe, shrink
@@ -57,7 +57,9 @@ def run(args) -> int:
 
     try:
         with make_host("forkserver", workers=args.workers, timeout=args.timeout, warm=False) as host:
-            first = evaluate(case, host, args.timeout)
+            # replay: a start-up timeout gets twice the time before it is the target (on a loaded H200 every shrink
+            # of 2026-12-04 took its case's start-up timeout for the finding and shrank toward it)
+            first = replay(case, host, args.timeout)
             target = args.signature or first.verdict.signature
             say(f"{args.case}: {first.verdict.one_line()}")
             if first.verdict.signature != target or not target:
@@ -74,7 +76,7 @@ def run(args) -> int:
             say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time, budget {args.budget:.0f}s -> {out}")
             result = shrink(case, target, host, args.budget, parallel, args.timeout,
                             on_smaller=lambda c, v, why: keep(c, v, env), log=say, alone=alone)
-            confirm = evaluate(result.case, host, args.timeout)
+            confirm = replay(result.case, host, args.timeout)
     except KeyboardInterrupt:
         say(f"hybridfuzz: interrupted; {'the smallest case so far is in ' + os.path.relpath(out) if written[0] else 'nothing smaller was found yet'}")
         return INTERRUPTED
