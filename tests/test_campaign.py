@@ -540,6 +540,31 @@ def test_background_shrinker_confirms_a_deferred_history_before_shrinking_it(tmp
     assert len(found.case.steps) < len(history.steps), found.case.steps  # shrunk: at least the padding is gone
 
 
+@pytest.mark.engine
+def test_background_shrinker_replays_a_start_up_timeout_before_shrinking_it(tmp_path):
+    """A start-up timeout is confirmed before any shrink (a loaded H200 made 12 of them in one run, 2026-12-04): on a
+    real engine that starts, it is settled as not replayed after that one replay (the replay's pass kept beside it),
+    and no engine runs go to shrinking toward it."""
+    from hybridfuzz.campaign.background import BackgroundShrinker
+    from hybridfuzz.case import Case, Generate, Observation, dump_case
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.model import LINEAR, ModelSpec
+
+    slow = Observation(vllm="0.33.0", verdict="divergence", signature="health:timeout:Timeout:dd27d43b",
+                       summary="case timeout at start-up: Timeout: no progress within 300 s; engine killed (start-up)")
+    path = tmp_path / "slow.yaml"
+    path.write_text(dump_case(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6, 7]], max_tokens=2)], observed=[slow])))
+    done, said = [], []
+    shrinker = BackgroundShrinker(lambda: make_host("forkserver", workers=2, timeout=300, warm=False), parallel=2,
+                                  budget_s=240.0, timeout_s=300, on_done=done.append, log=said.append)
+    shrinker.submit(slow.signature, str(path))  # as a fresh engine's finding: no confirm asked for
+    shrinker.close(time.time() + 900)
+    (outcome,) = done
+    assert not any("shrinking" in line for line in said), said
+    assert not outcome.replays and outcome.engine_runs <= 2, outcome
+    assert [o.verdict for o in outcome.case.observed] == ["divergence", "pass"], outcome.case.observed
+
+
 def test_shrink_slots_are_shared_by_processes_and_freed_when_a_holder_dies(tmp_path):
     """All workers of a host share its shrink slots (campaign/slots.py): a slot held by another process is
     not taken; past the deadline a shrink goes on without one; a killed holder frees its slot."""
