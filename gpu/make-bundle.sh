@@ -8,13 +8,13 @@
 # What rides along is derived from the release's own metadata by gpu/bundle_plan.py (uv resolves
 # vllm==X for the host, preferring the host's own versions); OUT_DIR/plan.txt records it and
 # OUT_DIR/plan-explained.txt says why each package rides or stays. OUT_DIR gets parts/part-NN
-# (<= PART_MB MiB each, default 40), SHA256 and install-on-host.sh. On the host: gpu/hf.sh or
+# (<= PART_MB MiB each, default 44), SHA256 and install-on-host.sh. On the host: gpu/hf.sh or
 # install-on-host.sh PARTS SHA256 TARGET.
 set -euo pipefail
 usage="usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]"
 ver=${1:?$usage}
 out=${2:?$usage}
-part_mb=${3:-40}  # a call of the device tool carries 64 MiB, the working tree included (45 and 47 MiB parts refused, 40 taken, 2026-12-04)
+part_mb=${3:-44}  # a call of the device tool carries 64 MiB, the working tree and .git included (45 and 47 MiB refused with 17.7 MiB tracked, 44 taken with 14.0, 2026-12-04)
 case $part_mb in ''|*[!0-9]*) echo "make-bundle.sh: PART_MB must be a whole number of MiB, got '$part_mb'" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
