@@ -215,17 +215,20 @@ def startup_timed_out(result: Result) -> bool:
     return any(t is not None and t.outcome == "timeout" and not t.steps for t in (result.trace, result.reference))
 
 
-def replay(case: Case, host, timeout: float | None = None, tries: int = 3, alone: bool = False) -> Result:
+def replay(case: Case, host, timeout: float | None = None, tries: int = 3, alone: bool = False,
+           startup_retry: bool = True) -> Result:
     """``evaluate`` on a fresh engine, again (up to ``tries`` runs) while our harness interfered: a finding's replay
     beside a campaign's other engines can meet vLLM's device-wide sleep memory check, and a replay that did not
     run the case says nothing about it (the fp8 wake-up crash was set aside as flaky so, 2026-12-01). A start-up
-    timeout, once more with STARTUP_RETRY_FACTOR times the deadline (above). ``alone``: without the reference run,
-    for a finding the case's own run decides (oracles/health.py decided_alone)."""
+    timeout, once more with STARTUP_RETRY_FACTOR times the deadline (above), unless ``startup_retry`` is off (a
+    generating worker confirming a warm divergence: there a start-up timeout only means "not confirmed now", and the
+    background shrinker confirms the case later, with the retry). ``alone``: without the reference run, for a finding
+    the case's own run decides (oracles/health.py decided_alone)."""
     result = evaluate(case, host, timeout, alone)
     for _ in range(tries - 1):
         if not interfered(result):
             break
         result = evaluate(case, host, timeout, alone)
-    if startup_timed_out(result):
+    if startup_retry and startup_timed_out(result):
         result = evaluate(case, host, STARTUP_RETRY_FACTOR * (timeout or host.timeout), alone)
     return result

@@ -54,6 +54,8 @@ def test_a_start_up_timeout_is_tried_again_with_twice_the_deadline():
         assert "host load " in result.trace.error.message and " per core" in result.trace.error.message
         v = check_health(result.trace)
         assert startup_timeout(v.signature, v.summary)
+        once = replay(case, host, timeout=1.0, alone=True, startup_retry=False)  # a generating worker's confirmation
+        assert "no progress within 1 s" in once.trace.error.message, once.trace.error.message
         ok = replay(case, host, timeout=300.0, alone=True)
     assert ok.trace.outcome == "ok" and not startup_timed_out(ok)
 

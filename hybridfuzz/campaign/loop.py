@@ -393,7 +393,7 @@ class FuzzLoop:
         alone = decided_alone(warm.signature, warm.summary)  # no reference engine where it cannot change the verdict
 
         def fresh(candidate: Case) -> tuple[Case, Result] | None:
-            again = replay(candidate, self.host, self.cfg.timeout_s, alone=alone)
+            again = replay(candidate, self.host, self.cfg.timeout_s, alone=alone, startup_retry=False)
             self._count(candidate, again)
             return (candidate, again) if again.verdict.status == "divergence" and again.verdict.signature not in self.known else None
 
