@@ -145,7 +145,7 @@ class Stats:
     known_avoided: int = 0  # cases left out, foreseen to stop their engine: by the outcome memory, or by an earlier case of their session
     sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
     engine_ends: Counter = field(default_factory=Counter)  # warm engines given up before their session's end, by why
-    noise_set_aside: Counter = field(default_factory=Counter)  # passing cases with pairs a control showed noise, by why
+    noise_set_aside: Counter = field(default_factory=Counter)  # passing cases with pairs a control or BATCH_SCALES showed noise, by why
 
 
 @dataclass

@@ -190,7 +190,7 @@ class RunSummary:
     known_avoided: int = 0  # cases left out: a bug already found was foreseen to stop their engine (campaign/outcomes.py)
     sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
     engine_ends: dict[str, int] = field(default_factory=dict)  # warm engines given up before their session's end, by why (campaign/loop.py)
-    noise_set_aside: dict[str, int] = field(default_factory=dict)  # passing cases whose differing pairs a control called noise, by which
+    noise_set_aside: dict[str, int] = field(default_factory=dict)  # passing cases whose differing pairs a control or BATCH_SCALES called noise, by which
     cases_per_engine: int = 1
     shrink: str = "inline"
 
