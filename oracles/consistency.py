@@ -140,6 +140,11 @@ def scales_per_batch(case: Case) -> bool:
             and str(case.engine.env.get("VLLM_BATCH_INVARIANT", "0")).lower() not in ("1", "true"))
 
 
+def _batch_scaled(case: Case, kind: MismatchKind) -> bool:
+    """BATCH_SCALES's rule (above): a mismatch batch-wide activation scales can make, in a case that has them."""
+    return kind in _ROUNDING_KINDS and scales_per_batch(case)
+
+
 def runs_in_float32(case: Case) -> bool:
     """vLLM's dtype set to float32 (the model's own dtype does not decide it: see control_cases)."""
     return case.engine.extra.get("dtype") == "float32"
@@ -177,7 +182,7 @@ def _noise(case: Case, kind: MismatchKind, pair: tuple, ran: Mapping[ControlKind
         return None
     if "float32" in ran:
         return "float32 control agrees" if kind in _ROUNDING_KINDS and pair not in differs["float32"] else None
-    if "float32" in tried and kind in _ROUNDING_KINDS and scales_per_batch(case):
+    if "float32" in tried and _batch_scaled(case, kind):
         return BATCH_SCALES
     return "attention-only control differs too" if pair in differs.get("attention-only", ()) else None
 
@@ -240,6 +245,7 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
     # A control has the case's steps (only its model or dtype differs), so its pairs are the case's pairs. Not
     # control_cases(): the exported reproducer inlines this function, and it must not pull in the model registry.
     ran = {kind: t for kind, t in (controls or {}).items() if t.outcome == "ok"}
+    tried = tuple(controls or ())
     differs = {kind: {pair for pair, m, *_ in _mismatches(case, t, tol) if m} for kind, t in ran.items()}
     compared, noise = 0, []
     for pair, m, ref, result, prompt, exact in _mismatches(case, trace, tol):
@@ -250,8 +256,8 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
         symptom = _symptom(case, trace, fidx, idx)
         schedule_only = symptom in SCHEDULE_ONLY
         # A pair held exact by same_schedule had no schedule to differ by: no control sets it aside.
-        why = _noise(case, m.kind, pair, ran, differs, tuple(controls or ())) if schedule_only and not exact else None
-        if not schedule_only and not exact and m.kind in _ROUNDING_KINDS and scales_per_batch(case):
+        why = _noise(case, m.kind, pair, ran, differs, tried) if schedule_only and not exact else None
+        if not schedule_only and not exact and _batch_scaled(case, m.kind):
             why = BATCH_SCALES  # a reload or wake pair, which no control decides (above)
         if why:
             noise.append(f"{NOISE}step {fidx} req {fr} vs step {idx} req {r}: {m.reason}; {why}")

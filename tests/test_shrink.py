@@ -175,35 +175,6 @@ def test_shrink_with_no_budget_left_keeps_the_case_and_runs_nothing():
     assert result.case == case and result.runs == 0 and result.accepted == [] and result.finished is False
 
 
-def test_a_long_history_shrinks_in_blocks_and_goes_on_from_the_last_kept_variant():
-    """A warm engine's history (262 steps in the 0.33.0 campaign of 2026-12-03) shrinks by halves and quarters first,
-    and after each kept variant the search goes on from there. Here a rule stands in for the engine (the search
-    order is what is tested; the engine tests below run real ones): the finding needs steps 5 and 31 of 40 and a
-    linear-attention layer. One variant at a time from the first again, it took 69 batches of two; now under 45."""
-    from hybridfuzz.oracles.verdict import Verdict
-
-    steps = "".join(f"- generate: {{prompts: [[{100 + i}, 7]], max_tokens: 2}}\n" for i in range(40))
-    case = load_case("model: {layers: [full_attention, linear_attention, full_attention, linear_attention]}\n"
-                     "engine: {max_num_seqs: 4, block_size: 32}\nsteps:\n" + steps)
-    found = Verdict("divergence", "self_consistency", "differs", symptom="first-request-differs")
-
-    def fails(c):
-        firsts = [s.prompts[0][0] for s in c.steps]
-        return 105 in firsts and 131 in firsts and "linear_attention" in c.model.layers
-
-    batches = []
-
-    def judge(cases):
-        batches.append(len(cases))
-        return [found if fails(c) else Verdict("pass", "", "") for c in cases], len(cases)
-
-    result = shrink(case, found.signature, None, 1e9, 2, log=lambda line: None, judge=judge)
-    assert result.finished and [s.prompts for s in result.case.steps] == [[[105]], [[131]]]
-    assert result.case.model.layers == ("linear_attention",) and result.case.engine == EngineConfig()
-    assert any(why.startswith("drop steps ") and "sleep" not in why for why in result.accepted), result.accepted
-    assert len(batches) < 45, len(batches)
-
-
 def _rule_shrink(case, fails):
     """shrink with a rule for the engine (the search order is what is tested): the result and its batch count."""
     from hybridfuzz.oracles.verdict import Verdict
@@ -216,6 +187,26 @@ def _rule_shrink(case, fails):
         return [found if fails(c) else Verdict("pass", "", "") for c in cases], len(cases)
 
     return shrink(case, found.signature, None, 1e9, 2, log=lambda line: None, judge=judge), batches
+
+
+def test_a_long_history_shrinks_in_blocks_and_goes_on_from_the_last_kept_variant():
+    """A warm engine's history (262 steps in the 0.33.0 campaign of 2026-12-03) shrinks by halves and quarters first,
+    and after each kept variant the search goes on from there. Here a rule stands in for the engine (the search
+    order is what is tested; the engine tests below run real ones): the finding needs steps 5 and 31 of 40 and a
+    linear-attention layer. One variant at a time from the first again, it took 69 batches of two; now under 45."""
+    steps = "".join(f"- generate: {{prompts: [[{100 + i}, 7]], max_tokens: 2}}\n" for i in range(40))
+    case = load_case("model: {layers: [full_attention, linear_attention, full_attention, linear_attention]}\n"
+                     "engine: {max_num_seqs: 4, block_size: 32}\nsteps:\n" + steps)
+
+    def fails(c):
+        firsts = [s.prompts[0][0] for s in c.steps]
+        return 105 in firsts and 131 in firsts and "linear_attention" in c.model.layers
+
+    result, batches = _rule_shrink(case, fails)
+    assert result.finished and [s.prompts for s in result.case.steps] == [[[105]], [[131]]]
+    assert result.case.model.layers == ("linear_attention",) and result.case.engine == EngineConfig()
+    assert any(why.startswith("drop steps ") and "sleep" not in why for why in result.accepted), result.accepted
+    assert len(batches) < 45, len(batches)
 
 
 @pytest.mark.parametrize("need", [1, 7, 230, 299])

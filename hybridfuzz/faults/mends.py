@@ -29,6 +29,16 @@ class Mend:
     in_place: Callable[[], bool]  # whether this process's vLLM runs the mended code now (the plugin applied it)
 
 
+def _mark(fn: Callable) -> Callable:
+    """A mended method, marked so that a second apply leaves it be and ``in_place`` can tell it from vLLM's own."""
+    fn._hybridfuzz_mend = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _mended(fn: Callable) -> bool:
+    return bool(getattr(fn, "_hybridfuzz_mend", False))
+
+
 def _no_scale_fill() -> None:
     """TritonAttentionImpl._ensure_scale_caches without its two ``fill_(1.0)`` calls: the views are made as before,
     and whatever the pages hold stays (the scales of written slots are written with their K/V)."""
@@ -36,7 +46,7 @@ def _no_scale_fill() -> None:
     from vllm.v1.attention.backends.triton_attn import TritonAttentionImpl
 
     original = TritonAttentionImpl._ensure_scale_caches
-    if getattr(original, "_hybridfuzz_mend", False):
+    if _mended(original):
         return
 
     @functools.wraps(original)
@@ -48,14 +58,13 @@ def _no_scale_fill() -> None:
         finally:
             torch.Tensor.fill_ = fill
 
-    ensure_scale_caches._hybridfuzz_mend = True  # type: ignore[attr-defined]
-    TritonAttentionImpl._ensure_scale_caches = ensure_scale_caches
+    TritonAttentionImpl._ensure_scale_caches = _mark(ensure_scale_caches)
 
 
 def _scale_fill_in_place() -> bool:
     from vllm.v1.attention.backends.triton_attn import TritonAttentionImpl
 
-    return bool(getattr(TritonAttentionImpl._ensure_scale_caches, "_hybridfuzz_mend", False))
+    return _mended(TritonAttentionImpl._ensure_scale_caches)
 
 
 def _eager_prefills() -> None:
@@ -68,7 +77,7 @@ def _eager_prefills() -> None:
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     original = GPUModelRunner._determine_batch_execution_and_padding
-    if getattr(original, "_hybridfuzz_mend", False):
+    if _mended(original):
         return
 
     @functools.wraps(original)
@@ -79,14 +88,13 @@ def _eager_prefills() -> None:
             kwargs["force_eager"] = True
         return original(self, num_tokens, num_reqs, *args, **kwargs)
 
-    determine._hybridfuzz_mend = True  # type: ignore[attr-defined]
-    GPUModelRunner._determine_batch_execution_and_padding = determine
+    GPUModelRunner._determine_batch_execution_and_padding = _mark(determine)
 
 
 def _eager_prefills_in_place() -> bool:
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
-    return bool(getattr(GPUModelRunner._determine_batch_execution_and_padding, "_hybridfuzz_mend", False))
+    return _mended(GPUModelRunner._determine_batch_execution_and_padding)
 
 
 MENDS: dict[str, Mend] = {m.name: m for m in (
