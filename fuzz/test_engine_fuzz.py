@@ -15,7 +15,7 @@ import os
 import pytest
 from hypothesis import event, given
 
-from hybridfuzz.case import dump_case
+from hybridfuzz.case import device_kind, dump_case
 from hybridfuzz.executor import evaluate
 from hybridfuzz.findings import known_signatures
 from hybridfuzz.strategies import cases, detect_platform
@@ -24,7 +24,7 @@ from hybridfuzz.strategies.platform import declared_kv_dtypes
 PLATFORM = detect_platform()
 if os.environ.get("HYBRIDFUZZ_ALL_DTYPES") != "1":
     PLATFORM = dataclasses.replace(PLATFORM, kv_cache_dtypes=declared_kv_dtypes())
-KNOWN = known_signatures(os.path.join(os.path.dirname(__file__), "..", "corpus"))
+KNOWN = known_signatures(os.path.join(os.path.dirname(__file__), "..", "corpus"), on=device_kind(PLATFORM.device))
 
 
 @pytest.mark.engine

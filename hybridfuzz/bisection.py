@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Literal
 
-from hybridfuzz.case import Case, Observation, dump_case, load_case_file
+from hybridfuzz.case import Case, DeviceKind, Observation, device_kind, dump_case, load_case_file
 from hybridfuzz.findings import with_observation
 from hybridfuzz.store import write_atomic
 from hybridfuzz.venvs import Env, EnvError, version_key
@@ -264,7 +264,7 @@ def record(case_path: str, probes: list[Probe]) -> Case:
     return case
 
 
-def earlier(case: Case, version: str, device: Literal["cpu", "gpu"]) -> Probe | None:
+def earlier(case: Case, version: str, device: DeviceKind) -> Probe | None:
     """A verdict this machine class already recorded for version (the case file is the bisect's memory, so a
     bisect cut short resumes where it stopped). CPU: same ISA class; GPU: any GPU."""
     from hybridfuzz.machine import cpu_isa
@@ -278,7 +278,7 @@ def earlier(case: Case, version: str, device: Literal["cpu", "gpu"]) -> Probe | 
 
 
 def run(case_path: str, versions: list[str], make_env: Callable[[str], Env], timeout: float = 1800, lock: str | None = None,
-        log: Callable[[str], None] = print, device: Literal["cpu", "gpu"] = "cpu", fresh: bool = False) -> Result:
+        log: Callable[[str], None] = print, device: DeviceKind = "cpu", fresh: bool = False) -> Result:
     """Bisect case_path over versions (oldest first); writes what each release did into the case file as it goes."""
     load_case_file(case_path)  # invalid here: one clear line before anything is installed
 
@@ -301,11 +301,7 @@ def run(case_path: str, versions: list[str], make_env: Callable[[str], Env], tim
 
 # ---------------------------------------------------------------- version matrix (corpus, export)
 
-def device_kind(device: str) -> Literal["cpu", "gpu"]:
-    return "cpu" if device in ("", "cpu") else "gpu"
-
-
-def outcomes(case: Case, device: Literal["cpu", "gpu"] = "cpu", expected: bool = True) -> dict[str, Outcome]:
+def outcomes(case: Case, device: DeviceKind = "cpu", expected: bool = True) -> dict[str, Outcome]:
     """vLLM version -> outcome on that kind of device, the newest observation per version. ``expect`` is keyed by
     version only: it counts (where nothing ran) when every observation of the case is of this device kind."""
     kinds = {device_kind(o.device) for o in case.observed}
@@ -322,13 +318,13 @@ def _as_probe(o: Observation) -> Probe:
     return Probe(o.vllm, OUTCOME_OF_VERDICT.get(o.verdict, "error"), o.summary, o.signature)
 
 
-def bug_observation(case: Case, device: Literal["cpu", "gpu"] = "cpu") -> Observation | None:
+def bug_observation(case: Case, device: DeviceKind = "cpu") -> Observation | None:
     """The divergence that is the case's bug on that kind of device: the newest release's (any machine class)."""
     bad = [o for o in case.observed if o.verdict == "divergence" and device_kind(o.device) == device]
     return max(bad, key=lambda o: version_key(o.vllm)) if bad else None
 
 
-def other_failures(case: Case, device: Literal["cpu", "gpu"] = "cpu") -> dict[str, Observation]:
+def other_failures(case: Case, device: DeviceKind = "cpu") -> dict[str, Observation]:
     """version -> its newest observation, for releases whose newest verdict is a divergence of another class than
     bug_observation's (a start-up failure of that release's own, not the bug)."""
     bug = bug_observation(case, device)

@@ -152,6 +152,14 @@ class Observation:
         return self.runs if self.verdict == "divergence" else 0
 
 
+DeviceKind = Literal["cpu", "gpu"]
+
+
+def device_kind(device: str) -> DeviceKind:
+    """An observation's ``device`` ("cpu", or the GPU's name) as the kind of engine that ran it."""
+    return "cpu" if device in ("", "cpu") else "gpu"
+
+
 @dataclass(frozen=True)
 class Case:
     model: ModelSpec

@@ -7,7 +7,7 @@ import glob
 import os
 import re
 
-from hybridfuzz.case import Case, CaseError, Generate, Observation, dump_case, load_case_file
+from hybridfuzz.case import Case, CaseError, DeviceKind, Generate, Observation, device_kind, dump_case, load_case_file
 from hybridfuzz.store import write_atomic
 
 
@@ -44,8 +44,11 @@ def replayed(case: Case, again, signature: str) -> tuple[Case, bool]:
     return case.replace(note=case.note + replay_note(replays)), replays
 
 
-def known_signatures(*dirs: str) -> set[str]:
-    """Signatures recorded in the observed entries of every case under dirs."""
+def known_signatures(*dirs: str, on: DeviceKind | None = None) -> set[str]:
+    """Signatures recorded in the observed entries of every case under dirs; with ``on``, only those seen on that
+    kind of device. A signature names the oracle, the symptom and where it failed, not the bug: a CPU finding's
+    can equal a GPU one's (Zamba2's fp8 reference flip on AVX-512, 9c47a48c, hid 37 GPU divergences of another
+    kind in the 0.33.0 campaign of 2026-12-04), so a campaign knows only what was filed for its own kind."""
     sigs: set[str] = set()
     for d in dirs:
         for path in glob.glob(os.path.join(d, "**", "*.yaml"), recursive=True):
@@ -53,8 +56,9 @@ def known_signatures(*dirs: str) -> set[str]:
                 case = load_case_file(path)
             except CaseError:
                 continue
-            sigs |= {o.signature for o in case.observed if o.signature}
-            sigs |= {s for o in case.observed for s in o.symptoms}  # the same case's other symptoms: one finding
+            seen = [o for o in case.observed if on is None or device_kind(o.device) == on]
+            sigs |= {o.signature for o in seen if o.signature}
+            sigs |= {s for o in seen for s in o.symptoms}  # the same case's other symptoms: one finding
     return sigs
 
 

@@ -116,3 +116,19 @@ def test_triage_groups_a_cases_symptoms_as_one_finding(tmp_path):
     (tmp_path / "b.yaml").write_text(dump_case(_case(b)))
     groups, clean = group(load_entries([str(tmp_path)]))
     assert len(groups) == 1 and len(groups[0].entries) == 2 and not clean
+
+
+def test_known_signatures_are_kept_per_kind_of_device(tmp_path):
+    """A signature names the oracle, symptom and place, not the bug: the same one filed from a CPU run must not make
+    a GPU campaign skip its own divergences (9c47a48c, 2026-12-04), and a case seen on both counts for both."""
+    from hybridfuzz.findings import known_signatures
+
+    flip = Verdict("divergence", "reference", "token 0 off the reference", symptom="beyond-noise", where="generate")
+    crash = Verdict("divergence", "health", "case crash", symptom="crash:SIGABRT", where="generate")
+    cpu = summarize([flip], {"vllm": "0.32.0", "device": "cpu"})
+    gpu = summarize([crash], {"vllm": "0.33.0", "device": "NVIDIA H200"})
+    (tmp_path / "cpu.yaml").write_text(dump_case(_case(cpu)))
+    (tmp_path / "both.yaml").write_text(dump_case(_case(cpu, gpu)))
+    on_cpu, on_gpu = known_signatures(str(tmp_path), on="cpu"), known_signatures(str(tmp_path), on="gpu")
+    assert on_cpu == {cpu.signature} and on_gpu == {gpu.signature}
+    assert known_signatures(str(tmp_path)) == on_cpu | on_gpu

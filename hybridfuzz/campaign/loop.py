@@ -41,6 +41,7 @@ from hybridfuzz.engines.base import cpu_seconds, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
+from hybridfuzz.case import device_kind
 from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
@@ -188,7 +189,7 @@ class FuzzLoop:
         self.stats = Stats()
         self.progress = progress or (lambda stats, phase: None)
         os.makedirs(config.out_dir, exist_ok=True)
-        self.known = config.known_fn() if config.known_fn else known_signatures(config.findings_dir, *config.known_dirs)
+        self.known = config.known_fn() if config.known_fn else known_signatures(config.findings_dir, *config.known_dirs, on=device_kind(platform.device))
         self._events = open(os.path.join(config.out_dir, "events.jsonl"), "a")
         self._deadline = self.stats.started + config.budget_s
         self._batches_drawn = 0  # batches of sessions drawn ahead so far (_run_drawn_ahead)

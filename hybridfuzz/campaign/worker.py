@@ -22,6 +22,7 @@ from hybridfuzz.campaign.config import WorkerSettings
 from hybridfuzz.campaign.database import KeepOthersDatabase, make_database, redis_client
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.campaign.state import FindingStore
+from hybridfuzz.case import device_kind
 from hybridfuzz.store import write_atomic
 
 HEARTBEAT_S = 10.0
@@ -144,7 +145,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
                              engine_slots=settings.engines, budget_s=max(0.0, until - time.time()), out_dir=out, findings_dir=findings, seed=seed,
                              timeout_s=settings.timeout_s, known_dirs=settings.known_dirs, database=database,
                              max_layers=settings.max_layers, max_steps=use.max_steps, claim=claim, taken=claims.taken_elsewhere,
-                             known_fn=lambda: done_signatures(store, *settings.known_dirs),
+                             known_fn=lambda: done_signatures(store, *settings.known_dirs, on=device_kind(platform.device)),
                              on_state=lambda sig, st, path, case: store.set(sig, st, path, case),
                              memory_dir=os.path.join(campaign_dir, "outcomes"),
                              shrink_slots=ShrinkSlots(os.path.join(campaign_dir, "shrink-slots"), settings.shrink_slots)
