@@ -50,6 +50,7 @@ FEATURES: dict[str, Callable[[CaseEvent], str]] = {
     "graphs": lambda e: e.graphs,
     "prefix_caching": lambda e: "" if e.prefix_caching is None else str(e.prefix_caching).lower(),
     "memory": lambda e: e.memory,
+    "one_token_prompt": lambda e: e.one_token_prompt,
 }
 
 

@@ -35,3 +35,19 @@ def test_campaign_status_prints_them():
     found = json.loads(r.stdout)["shared_features"]["found"]
     assert any((f["finding_class"], f["feature"], f["value"], f["findings_with"]) ==
                ("self_consistency:outside-top-k", "kv_scales", "per-token-head", 6) for f in found), found
+
+
+def test_one_token_prompts_are_recorded_as_a_feature():
+    """The 4 one-token-prompt findings of the 0.33.0 campaign of 2026-12-04 were grouped by hand: each event now says
+    whether its case had a 1-token prompt, so the next run's report can find what they share."""
+    from hybridfuzz.campaign.records import CaseEvent
+    from hybridfuzz.case import load_case_file
+    from hybridfuzz.shared_features import FEATURES
+
+    found = os.path.join(os.path.dirname(__file__), "..", "results", "gpu-h200-2026-12-04-s24", "res", "c33", "findings")
+    one = load_case_file(os.path.join(found, "self_consistency_first-request-differs_ffb181bb.yaml"))
+    long = load_case_file(os.path.join(found, "self_consistency_repeat-differs_c5daf501.yaml"))
+    events = [CaseEvent.of(c, "divergence", "", 0.0, 0.0, "generate") for c in (one, long)]
+    assert [FEATURES["one_token_prompt"](e) for e in events] == ["yes", "no"]
+    assert [CaseEvent.from_dict(json.loads(e.to_json())).one_token_prompt for e in events] == ["yes", "no"]
+    assert CaseEvent.from_dict({"t": 1.0}).one_token_prompt == ""  # older events: not recorded, no base rate

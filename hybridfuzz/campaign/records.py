@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterator, Literal
 
-from hybridfuzz.case import STEP_NAMES, Case
+from hybridfuzz.case import STEP_NAMES, Case, Generate
 from hybridfuzz.model import layer_pattern
 from hybridfuzz.oracles.verdict import Status
 
@@ -63,6 +63,9 @@ class CaseEvent:
     repeat_drift: float | None = None  # largest drift of a repeated request from its first run (None: no repeat)
     # the same over the pairs computed the same way (oracles/consistency.py same_schedule), which are held exact
     exact_drift: float | None = None
+    # "yes" when a generate step holds a 1-token prompt, which a CUDA-graph runner may serve as a decode batch (the
+    # class of 4 real findings of the H200 campaign of 2026-12-04, found there by hand); "" in older files
+    one_token_prompt: str = ""
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
@@ -79,7 +82,8 @@ class CaseEvent:
                    steps_s=round((timings or {}).get("steps_s", 0.0), 3), memory=case.model.memory,
                    startup_cpu_s=round((timings or {}).get("startup_cpu_s", 0.0), 3),
                    cpu_s=round((timings or {}).get("cpu_s", 0.0), 3), backend=e.attention_backend or "auto",
-                   weights=str(e.extra.get("quantization") or "none"), repeat_drift=repeat_drift, exact_drift=exact_drift)
+                   weights=str(e.extra.get("quantization") or "none"), repeat_drift=repeat_drift, exact_drift=exact_drift,
+                   one_token_prompt="yes" if any(len(p) == 1 for s in case.steps if isinstance(s, Generate) for p in s.prompts) else "no")
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
@@ -101,7 +105,8 @@ class CaseEvent:
                    steps_s=float(d.get("steps_s", 0.0)), memory=str(d.get("memory", "")),
                    startup_cpu_s=float(d.get("startup_cpu_s", 0.0)), cpu_s=float(d.get("cpu_s", 0.0)),
                    backend=str(d.get("backend", "")), weights=str(d.get("weights", "")),
-                   repeat_drift=d.get("repeat_drift"), exact_drift=d.get("exact_drift"), worker=worker)
+                   repeat_drift=d.get("repeat_drift"), exact_drift=d.get("exact_drift"),
+                   one_token_prompt=str(d.get("one_token_prompt", "")), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:
