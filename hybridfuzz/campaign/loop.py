@@ -52,6 +52,9 @@ from hybridfuzz.oracles.health import decided_alone
 DRAW_AHEAD = 100
 DRAW_AHEAD_CASES = 2400
 FIRST_BATCH_SESSIONS = 3  # a worker's first batch (batch_sessions): its engines start sooner
+# A warm divergence met at most this long after the budget gets its case alone confirmed on a fresh engine
+# (_confirm_late): one engine start, median 10.9 s on the H200 of 2026-12-04, inside timed-campaign.sh's grace.
+LATE_CONFIRM_S = 60.0
 PACE_SESSIONS = 20  # a worker's recent sessions that say what the next one will cost (SessionPace)
 
 
@@ -271,8 +274,10 @@ class FuzzLoop:
             if self._taken(v.signature):
                 continue  # another worker is on it: no fresh engines spent confirming it again
             if result.trace.warm_cases and time.time() >= self._deadline:
-                self._leave_unconfirmed(session, results, i)
-                continue
+                confirmed = self._confirm_late(session, results, i)
+                if confirmed is None:
+                    continue
+                case, result = confirmed
             if result.trace.warm_cases:
                 confirmed = self._confirm(session, results, i)
                 if confirmed is None:
@@ -364,9 +369,24 @@ class FuzzLoop:
             s.refusals[refusal_reason(result.trace.error if result.trace.outcome == "rejected" else
                                       (result.reference.error if result.reference is not None else None))] += 1
 
+    def _confirm_late(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
+        """A warm divergence met once the budget is spent: its case alone on one fresh engine while the budget ended
+        less than LATE_CONFIRM_S ago (not after ``stop()``: Ctrl-C, SIGTERM), else, or when the case alone does not
+        show it, written open (``_leave_unconfirmed``). The 0.33.0 campaign of 2026-12-04 left 4 findings met in the
+        17 s after its budget open, 3 of them real, and no device time to replay them after."""
+        if time.time() < self._deadline + LATE_CONFIRM_S:
+            t0 = time.time()
+            confirmed = self._fresh(session[i], results[i].verdict)
+            self.stats.confirm_s += time.time() - t0
+            if confirmed is not None:
+                return confirmed
+        self._leave_unconfirmed(session, results, i)
+        return None
+
     def _leave_unconfirmed(self, session: list[Case], results: list[Result], i: int) -> None:
-        """A warm divergence met once the budget is spent: written as an open finding, the warm engine's history as
-        one case, with no fresh engine spent confirming it. Confirming kept workers on for 225-284 s past their last
+        """A warm divergence met once the budget is spent, after ``stop()`` or too long after the budget, or whose case
+        alone did not show it (``_confirm_late``): written as an open finding, the warm engine's history as one case,
+        with no fresh engine spent confirming the history. Confirming kept workers on for 225-284 s past their last
         session on the H200 of 2026-12-02 (results/gpu-h200-2026-12-02-s16/), and the campaign past its budget.
         ``hybridfuzz replay`` or ``shrink`` of the file confirms it later."""
         result = results[i]
@@ -390,25 +410,24 @@ class FuzzLoop:
     def _confirm_on_fresh(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
         """The case alone, here; then the warm engine's history: here too with inline shrinking, else handed to the
         background shrinker unconfirmed (``_defer_history``), so that this worker goes on generating."""
-        warm = results[i].verdict
-        alone = decided_alone(warm.signature, warm.summary)  # no reference engine where it cannot change the verdict
-
-        def fresh(candidate: Case) -> tuple[Case, Result] | None:
-            again = replay(candidate, self.host, self.cfg.timeout_s, alone=alone, startup_retry=False)
-            self._count(candidate, again)
-            return (candidate, again) if again.verdict.status == "divergence" and again.verdict.signature not in self.known else None
-
-        confirmed = fresh(session[i])
+        confirmed = self._fresh(session[i], results[i].verdict)
         if confirmed is not None:
             return confirmed
         history = history_case(session, [r.trace for r in results], i)
         if self.shrinker is not None:
             self._defer_history(history, results[i], i)
             return None
-        confirmed = fresh(history)
+        confirmed = self._fresh(history, results[i].verdict)
         if confirmed is None:
             self.stats.warm_only += 1
         return confirmed
+
+    def _fresh(self, candidate: Case, warm) -> tuple[Case, Result] | None:
+        """The candidate on one fresh engine: (it, its result) when it diverges with a signature not yet known."""
+        alone = decided_alone(warm.signature, warm.summary)  # no reference engine where it cannot change the verdict
+        again = replay(candidate, self.host, self.cfg.timeout_s, alone=alone, startup_retry=False)
+        self._count(candidate, again)
+        return (candidate, again) if again.verdict.status == "divergence" and again.verdict.signature not in self.known else None
 
     def _defer_history(self, history: Case, warm: Result, i: int) -> None:
         """A warm divergence whose case alone did not reproduce it: its history (an engine start and up to a whole
