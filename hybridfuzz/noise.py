@@ -74,7 +74,7 @@ def summarize(records) -> dict:
 
 # Which drift an event keeps, and the tolerance its pairs are judged by: repeats on any schedule (SCHEDULE_VARIANCE),
 # or only those the engine computed the same way (consistency.same_schedule, held to EXACT).
-DriftField = Literal["repeat_drift", "exact_drift"]
+DriftField = Literal["repeat_drift", "exact_drift", "reference_drift", "reference_margin"]
 
 
 @dataclass(frozen=True)
@@ -96,15 +96,18 @@ class DriftFloor:
 def drift_floor(run_dir: str, field: DriftField = "repeat_drift") -> list[DriftFloor]:
     """Per feature value (shared_features.FEATURES), how far repeated requests drifted in the cases a campaign ran:
     the data to calibrate a GPU's schedule tolerance from, on every family and backend the campaign drew (with
-    ``exact_drift``: the false-alarm floor of the exact rule for same-schedule repeats). Drift only: a replaced
+    ``exact_drift``: the false-alarm floor of the exact rule for same-schedule repeats; with ``reference_drift`` and
+    ``reference_margin``: the case against its reference engine, for the reference tolerance QUANTIZED, whose flip
+    margin is inf where a token left the other's top-k). Drift only: a replaced
     distribution is no drift and is never counted here. A real bug's drift is in it too, so read the upper
     quantiles beside the run's findings."""
     from hybridfuzz.campaign.records import iter_events
-    from hybridfuzz.oracles.compare import EXACT
+    from hybridfuzz.oracles.compare import EXACT, QUANTIZED
     from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE
     from hybridfuzz.shared_features import FEATURES
 
-    tolerance = EXACT.drift if field == "exact_drift" else SCHEDULE_VARIANCE.drift
+    tolerance = {"exact_drift": EXACT.drift, "reference_drift": QUANTIZED.drift,
+                 "reference_margin": QUANTIZED.flip_margin}.get(field, SCHEDULE_VARIANCE.drift)
     events = [e for e in iter_events(run_dir) if getattr(e, field) is not None and e.phase == "generate"]  # not a shrink's variants
     out = []
     for name, read in FEATURES.items():

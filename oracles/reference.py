@@ -6,7 +6,7 @@ distribution. See ``compare.py`` for the rule and README for its calibration.
 from __future__ import annotations
 
 from hybridfuzz.case import Case, Generate
-from hybridfuzz.oracles.compare import QUANTIZED, Tolerance, compare_requests, is_degenerate
+from hybridfuzz.oracles.compare import QUANTIZED, Tolerance, compare_requests, is_degenerate, measure
 from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import Trace
 
@@ -30,3 +30,22 @@ def check_reference(case: Case, trace: Trace, ref: Trace, tol: Tolerance = QUANT
                     [f"reference: {m.a_tokens}", f"case:      {m.b_tokens}", f"why: {m.reason}"],
                     symptom="beyond-noise", where=output_where(m.position, case.model.architecture))
     return Verdict("pass", "reference", f"{compared} requests within noise of the reference")
+
+
+def reference_distance(trace: Trace, ref: Trace | None, tol: Tolerance = QUANTIZED) -> tuple[float | None, float | None]:
+    """(largest drift before a first flip, largest flip margin; inf: a token outside the other's top-k) over the
+    case's requests against the reference's, relevant tokens only; None where nothing was compared or nothing flipped.
+    Every campaign records both per case (campaign/records.py ``CaseEvent``), so the reference tolerance can be
+    calibrated on the GPU from the cases it draws: QUANTIZED was calibrated on CPU, where an fp8 KV cache leaves
+    the query in bf16, and on the GPU it does not (results/gpu-h200-2026-12-04-s24/README.md)."""
+    if ref is None or trace.outcome != "ok" or ref.outcome != "ok":
+        return None, None
+    ref_steps = dict(ref.generate_results())
+    drifts, margins = [], []
+    for idx, outputs in trace.generate_results():
+        for got, want in zip(outputs, ref_steps.get(idx, [])):
+            drift, margin = measure(want, got, tol.relevant_nats)
+            drifts.append(drift)
+            if margin is not None:
+                margins.append(margin)
+    return (round(max(drifts), 4) if drifts else None), (round(max(margins), 4) if margins else None)

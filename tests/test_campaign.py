@@ -318,6 +318,10 @@ def test_campaign_status_says_how_far_repeats_drifted_per_feature(fault_campaign
     assert fam["cases"] == sum(x is not None for x in drifts) and fam["max"] == max(x for x in drifts if x is not None)
     assert ("kv_cache_dtype", "float16") in floor and fam["median"] <= fam["p99"] <= fam["max"]
     assert summary["shared_features"]["tested"] >= 0 and "error" not in summary["shared_features"]  # the final summary has it
+    # against the reference engine too (float16 KV here, auto there): every case with a reference says how far it was
+    ref = [e.get("reference_drift") for w in ("0", "1") for e in _events(d / "workers" / w / "events.jsonl") if e["phase"] == "generate"]
+    assert any(x is not None for x in ref), ref[:20]
+    assert sum(f["cases"] for f in status["reference_drift_floor"] if f["feature"] == "family") == sum(x is not None for x in ref)
 
 
 @pytest.mark.engine

@@ -426,3 +426,23 @@ def test_repeat_drift_is_the_noise_the_calibration_measured(path, device_max):
     assert all(repeat_drift(c, t, same_schedule_only=True) is None for c, t in records)
     case = records[0][0]
     assert repeat_drift(case, Trace(outcome="crash", env={"device": "cpu"})) is None
+
+
+def test_reference_distance_is_what_a_gpu_calibration_of_the_reference_tolerance_reads():
+    """Per case, against the reference engine: the largest drift before a first flip and the largest flip margin
+    (inf outside the top-k), None where nothing flipped or nothing ran; the campaign records both in every event."""
+    from hybridfuzz.oracles.reference import reference_distance
+    from hybridfuzz.trace import StepResult, Trace
+
+    def trace(*outputs, outcome="ok"):
+        return Trace(outcome=outcome, steps=[StepResult(index=0, kind="generate", outputs=list(outputs))])
+
+    drifted = req([10, 11], [[(10, -0.7), (20, -1.5)], [(11, -0.3), (21, -2.0)]])
+    flipped = req([20, 11], [[(20, -0.9), (10, -1.0)], [(11, -0.3)]])
+    outside = req([30, 11], [[(30, -0.1), (31, -3.0)], [(11, -0.3)]])
+    assert reference_distance(trace(drifted), trace(A)) == (0.2, None)
+    drift, margin = reference_distance(trace(drifted, flipped), trace(A, A))
+    assert drift == 0.2 and 0 < margin < QUANTIZED.flip_margin
+    assert reference_distance(trace(outside), trace(A))[1] == float("inf")
+    assert reference_distance(trace(A), None) == (None, None)
+    assert reference_distance(trace(A, outcome="error"), trace(A)) == (None, None)

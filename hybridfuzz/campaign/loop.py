@@ -216,14 +216,17 @@ class FuzzLoop:
 
     # -- one example
     def _event(self, case: Case, verdict, seconds: float, phase: EventPhase, session_s: float = 0.0,
-               timings: dict | None = None, trace=None) -> None:
+               timings: dict | None = None, trace=None, reference=None) -> None:
         from hybridfuzz.oracles.consistency import repeat_drift
+        from hybridfuzz.oracles.reference import reference_distance
 
         t = time.time() - self.stats.started
         drift = repeat_drift(case, trace) if trace is not None else None
         exact = repeat_drift(case, trace, same_schedule_only=True) if trace is not None else None
+        ref_drift, ref_margin = reference_distance(trace, reference) if trace is not None else (None, None)
         self._events.write(CaseEvent.of(case, verdict.status, verdict.signature, t, seconds, phase, session_s, timings,
-                                        repeat_drift=drift, exact_drift=exact).to_json() + "\n")
+                                        repeat_drift=drift, exact_drift=exact, reference_drift=ref_drift,
+                                        reference_margin=ref_margin).to_json() + "\n")
         self._events.flush()
 
     def _write(self, case: Case, result, why: str = "") -> None:
@@ -265,7 +268,7 @@ class FuzzLoop:
             self._count(case, result)
             self._remember(case, result, checks.get(id(case)))
             signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
-            self._event(case, result.verdict, wall / len(session), phase, wall, result.trace.timings, result.trace)
+            self._event(case, result.verdict, wall / len(session), phase, wall, result.trace.timings, result.trace, result.reference)
         self.progress(self.stats, phase)
         for i, (case, result) in enumerate(zip(session, results)):
             v = result.verdict

@@ -63,6 +63,10 @@ class CaseEvent:
     repeat_drift: float | None = None  # largest drift of a repeated request from its first run (None: no repeat)
     # the same over the pairs computed the same way (oracles/consistency.py same_schedule), which are held exact
     exact_drift: float | None = None
+    # against the reference engine (oracles/reference.py reference_distance): largest drift before a first flip, and
+    # largest flip margin (inf: outside the other's top-k); None: no reference, nothing compared or no flip
+    reference_drift: float | None = None
+    reference_margin: float | None = None
     # "yes" when a generate step holds a 1-token prompt, which a CUDA-graph runner may serve as a decode batch (the
     # class of 4 real findings of the H200 campaign of 2026-12-04, found there by hand); "" in older files
     one_token_prompt: str = ""
@@ -71,7 +75,8 @@ class CaseEvent:
     @classmethod
     def of(cls, case: Case, status: Status, signature: str, t: float, seconds: float, phase: Phase,
            session_s: float = 0.0, timings: dict | None = None, repeat_drift: float | None = None,
-           exact_drift: float | None = None) -> CaseEvent:
+           exact_drift: float | None = None, reference_drift: float | None = None,
+           reference_margin: float | None = None) -> CaseEvent:
         e = case.engine
         return cls(t=round(t, 3), phase=phase, status=status, signature=signature, kv_cache_dtype=e.kv_cache_dtype,
                    layers=layer_pattern(case.model.layers),
@@ -83,6 +88,7 @@ class CaseEvent:
                    startup_cpu_s=round((timings or {}).get("startup_cpu_s", 0.0), 3),
                    cpu_s=round((timings or {}).get("cpu_s", 0.0), 3), backend=e.attention_backend or "auto",
                    weights=str(e.extra.get("quantization") or "none"), repeat_drift=repeat_drift, exact_drift=exact_drift,
+                   reference_drift=reference_drift, reference_margin=reference_margin,
                    one_token_prompt="yes" if any(len(p) == 1 for s in case.steps if isinstance(s, Generate) for p in s.prompts) else "no")
 
     def to_json(self) -> str:
@@ -106,6 +112,7 @@ class CaseEvent:
                    startup_cpu_s=float(d.get("startup_cpu_s", 0.0)), cpu_s=float(d.get("cpu_s", 0.0)),
                    backend=str(d.get("backend", "")), weights=str(d.get("weights", "")),
                    repeat_drift=d.get("repeat_drift"), exact_drift=d.get("exact_drift"),
+                   reference_drift=d.get("reference_drift"), reference_margin=d.get("reference_margin"),
                    one_token_prompt=str(d.get("one_token_prompt", "")), worker=worker)
 
 

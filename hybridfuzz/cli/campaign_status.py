@@ -48,8 +48,11 @@ def run(args) -> int:
         from hybridfuzz.noise import drift_floor
 
         floor, exact_floor = drift_floor(args.dir), drift_floor(args.dir, "exact_drift")
+        ref_drift, ref_margin = drift_floor(args.dir, "reference_drift"), drift_floor(args.dir, "reference_margin")
         s["drift_floor"] = [dataclasses.asdict(f) for f in floor]
         s["exact_drift_floor"] = [dataclasses.asdict(f) for f in exact_floor]
+        s["reference_drift_floor"] = [dataclasses.asdict(f) for f in ref_drift]
+        s["reference_margin_floor"] = [dataclasses.asdict(f) for f in ref_margin]
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
@@ -70,4 +73,10 @@ def run(args) -> int:
             print("same-schedule repeats (held exact), drift per case feature:")
             for f in exact_floor:
                 print(f"  {f.line()}")
+        for title, rows in (("against the reference engine, drift before a first flip", ref_drift),
+                            ("against the reference engine, flip margin where a token flipped (inf: outside the top-k)", ref_margin)):
+            if rows:  # files written before 2026-12-04 have none
+                print(f"{title}, per case feature:")
+                for f in rows:
+                    print(f"  {f.line()}")
     return 0
