@@ -5,30 +5,37 @@ distribution. See ``compare.py`` for the rule and README for its calibration.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from hybridfuzz.case import Case, Generate
 from hybridfuzz.oracles.compare import QUANTIZED, Tolerance, compare_requests, is_degenerate, measure
 from hybridfuzz.oracles.verdict import Verdict, output_where
-from hybridfuzz.trace import Trace
+from hybridfuzz.trace import RequestResult, Trace
+
+
+def compared_requests(trace: Trace, ref: Trace) -> Iterator[tuple[int, int, RequestResult, RequestResult]]:
+    """(step index, request index, the case's result, the reference's) for every request both engines answered."""
+    ref_steps = dict(ref.generate_results())
+    for idx, outputs in trace.generate_results():
+        for r, (got, want) in enumerate(zip(outputs, ref_steps.get(idx, []))):
+            yield idx, r, got, want
 
 
 def check_reference(case: Case, trace: Trace, ref: Trace, tol: Tolerance = QUANTIZED) -> Verdict:
     compared = 0
-    ref_steps = dict(ref.generate_results())
-    for idx, outputs in trace.generate_results():
-        step = case.steps[idx]
-        assert isinstance(step, Generate)
-        for r, (got, want) in enumerate(zip(outputs, ref_steps.get(idx, []))):
-            compared += 1
-            if is_degenerate(got.tokens) and not is_degenerate(want.tokens):
-                return Verdict("divergence", "reference", f"step {idx} req {r}: degenerate output (one token repeated), reference is not",
-                               [f"case:      {got.tokens}", f"reference: {want.tokens}"], symptom="degenerate", where="generate")
-            m = compare_requests(want, got, tol)
-            if m:
-                return Verdict(
-                    "divergence", "reference",
-                    f"step {idx} req {r} diverges from the reference ({', '.join(f'{k}={v}' for k, v in case.oracle.reference.items())}) at token {m.position}",
-                    [f"reference: {m.a_tokens}", f"case:      {m.b_tokens}", f"why: {m.reason}"],
-                    symptom="beyond-noise", where=output_where(m.position, case.model.architecture))
+    for idx, r, got, want in compared_requests(trace, ref):
+        assert isinstance(case.steps[idx], Generate)
+        compared += 1
+        if is_degenerate(got.tokens) and not is_degenerate(want.tokens):
+            return Verdict("divergence", "reference", f"step {idx} req {r}: degenerate output (one token repeated), reference is not",
+                           [f"case:      {got.tokens}", f"reference: {want.tokens}"], symptom="degenerate", where="generate")
+        m = compare_requests(want, got, tol)
+        if m:
+            return Verdict(
+                "divergence", "reference",
+                f"step {idx} req {r} diverges from the reference ({', '.join(f'{k}={v}' for k, v in case.oracle.reference.items())}) at token {m.position}",
+                [f"reference: {m.a_tokens}", f"case:      {m.b_tokens}", f"why: {m.reason}"],
+                symptom="beyond-noise", where=output_where(m.position, case.model.architecture))
     return Verdict("pass", "reference", f"{compared} requests within noise of the reference")
 
 
@@ -40,12 +47,10 @@ def reference_distance(trace: Trace, ref: Trace | None, tol: Tolerance = QUANTIZ
     the query in bf16, and on the GPU it does not (results/gpu-h200-2026-12-04-s24/README.md)."""
     if ref is None or trace.outcome != "ok" or ref.outcome != "ok":
         return None, None
-    ref_steps = dict(ref.generate_results())
     drifts, margins = [], []
-    for idx, outputs in trace.generate_results():
-        for got, want in zip(outputs, ref_steps.get(idx, [])):
-            drift, margin = measure(want, got, tol.relevant_nats)
-            drifts.append(drift)
-            if margin is not None:
-                margins.append(margin)
+    for _, _, got, want in compared_requests(trace, ref):
+        drift, margin = measure(want, got, tol.relevant_nats)
+        drifts.append(drift)
+        if margin is not None:
+            margins.append(margin)
     return (round(max(drifts), 4) if drifts else None), (round(max(margins), 4) if margins else None)

@@ -36,12 +36,11 @@ from hybridfuzz.campaign.records import CaseEvent, FindingState, FoundRecord, Ru
 from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.campaign.outcomes import OutcomeMemory, Prediction
 from hybridfuzz.campaign.slots import ShrinkSlots
-from hybridfuzz.case import Case
+from hybridfuzz.case import Case, device_kind
 from hybridfuzz.engines.base import cpu_seconds, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
-from hybridfuzz.case import device_kind
 from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
