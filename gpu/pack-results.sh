@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Copy what a GPU session found into OUT, small enough to bring back: each campaign's summary,
 # campaign.json, findings (YAML) and their states, learnt refusals, per-worker summaries and events,
-# the tail of each job log (`hybridfuzz campaign-status --dir` works on the copy). Run it at the end
-# of every waiting call (into $OUT) while detached jobs run: results come back even if the host is
-# lost later.
+# the tail of each job log (`hybridfuzz campaign-status --dir` works on the copy), and from any other
+# folder (loose replays and shrinks) its YAML, JSON and log tails. Run it at the end of every waiting
+# call (into $OUT) while detached jobs run: results come back even if the host is lost later.
 #
 #   gpu/pack-results.sh RES_DIR OUT_DIR
 set -uo pipefail
@@ -12,7 +12,15 @@ mkdir -p "$out"
 for log in "$res"/*.log; do [ -f "$log" ] && grep -v " INFO \|WARNING\|^\[transformers\]\|^Triton" "$log" | tail -200 > "$out/$(basename "$log")"; done
 cp "$res"/*.rc "$res"/*.json "$res"/*-prof-summary.txt "$res"/*-prof-folded.txt.gz "$out"/ 2>/dev/null
 for d in "$res"/*/; do
-  [ -f "$d/campaign.json" ] || [ -f "$d/summary.json" ] || continue
+  if [ ! -f "$d/campaign.json" ] && [ ! -f "$d/summary.json" ]; then
+    # a folder of loose jobs (replays, shrinks: results/gpu-*/run.sh): their cases and JSON whole, their logs' tails
+    n=$(basename "$d"); mkdir -p "$out/$n"
+    cp "$d"/*.yaml "$d"/*.json "$out/$n"/ 2>/dev/null
+    for log in "$d"/*.log "$d"/*.err; do
+      [ -f "$log" ] && grep -av " INFO \|WARNING\|^\[transformers\]\|^Triton" "$log" | tail -300 > "$out/$n/$(basename "$log")"
+    done
+    continue
+  fi
   n=$(basename "$d"); mkdir -p "$out/$n"
   cp "$d"/summary.json "$d"/campaign.json "$out/$n"/ 2>/dev/null
   for sub in findings state refusals; do [ -d "$d/$sub" ] && cp -r "$d/$sub" "$out/$n/"; done
