@@ -40,6 +40,9 @@ def _case(*steps, **engine) -> Case:
     ("ValueError", "The dtype of q torch.float8_e4m3fn does not match the q_data_type", "step", "error"),
     ("AssertionError", "In Mamba cache align mode, block_size (128) must be <= max_num_batched_tokens (64)", "config", "error"),
     ("RuntimeError", "CUDA out of memory. Tried to allocate 2.00 GiB", "startup", "rejected"),  # our harness overcommitted
+    ("RuntimeError", "No CUDA GPUs are available", "startup", "rejected"),  # the host lost its device (H200, 2026-12-04)
+    ("RuntimeError", "CUDA error: all CUDA-capable devices are busy or unavailable", "startup", "rejected"),
+    ("RuntimeError", "CUDA error: CUDA-capable device(s) is/are busy or unavailable", "startup", "rejected"),
     ("NotImplementedError", "FP8 KV cache on CPU requires x86 with AVX-512 or AMX.", "startup", "rejected"),
     ("AttributeError", "'list' object has no attribute 'zero_'", "step", "error"),
 ])

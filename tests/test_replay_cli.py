@@ -1,4 +1,5 @@
 """`hybridfuzz replay` end to end on the real CPU engine, and its exit codes."""
+import json
 import os
 import subprocess
 import sys
@@ -49,9 +50,12 @@ def test_injected_wake_up_fault_replays_as_divergence(tmp_path):
     case.write_text("model: {layers: [linear_attention]}\nengine: {kv_cache_dtype: float16}\nsteps: [sleep, wake_up]\n")
     clean = replay(str(case))
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
-    faulty = replay(str(case), env={"HYBRIDFUZZ_FAULT": "wake-zero"})
+    # --runs with --json: the rate comes in the JSON, not only in the exit code
+    faulty = replay(str(case), "--runs", "2", "--json", env={"HYBRIDFUZZ_FAULT": "wake-zero"})
     assert faulty.returncode == 1, faulty.stdout + faulty.stderr[-2000:]
-    assert "has no attribute 'zero_'" in faulty.stdout
+    out = json.loads(faulty.stdout)
+    assert "has no attribute 'zero_'" in out["summary"]
+    assert (out["runs"], out["reproduced"]) == (2, 2), out
 
 
 @pytest.mark.engine

@@ -38,8 +38,15 @@ REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implement
 # engine's memory would be masked; one that frees nothing never raised it (freed bytes 0 pass). The offline host
 # now finishes such a sleep and goes on (engines/offline.py SLEEP_CHECK); this rule is for where it cannot.
 SLEEP_CHECK = "Memory usage increased after sleeping"  # vLLM's words (gpu_worker.py sleep)
+# A device the process cannot see at all is the host's, never the case's: on the H200 of 2026-12-04
+# (results/gpu-h200-2026-12-04-s25/) every engine started after about 18:04 UTC, of five shrinks at once, raised torch's
+# "No CUDA GPUs are available" at start-up; the fresh-engine confirmations of three shrinks took it for a finding of
+# its own (`health:error:RuntimeError:e036263e`) and the other two shrinks spent their last minutes on it.
+DEVICE_GONE = (r"No CUDA GPUs are available|CUDA driver initialization failed|"
+               r"CUDA-capable device.{0,20}busy or unavailable|no CUDA-capable device is detected")
 RESOURCE = re.compile(r"out of memory|no available memory|insufficient memory|not enough (free )?memory|"
-                      r"free memory on device|EADDRINUSE|address already in use|" + re.escape(SLEEP_CHECK), re.IGNORECASE)
+                      r"free memory on device|EADDRINUSE|address already in use|" + DEVICE_GONE + "|" +
+                      re.escape(SLEEP_CHECK), re.IGNORECASE)
 
 
 def shortage(info: ErrorInfo | None) -> bool:
