@@ -84,7 +84,11 @@ def run(args) -> int:
     note = (f"shrunk by `hybridfuzz shrink` ({len(result.accepted)} simplifications, {result.runs} engine runs, "
             f"{result.seconds:.0f}s{'' if result.finished else ', budget ended'}); replayed on a fresh engine: "
             f"{'same signature' if same else confirm.verdict.status + ' ' + confirm.verdict.signature}.")
-    final = with_observation(result.case, observation_of(confirm.verdict if same else result.verdict, confirm.trace.env))
+    # a confirmation that did not run the case has no environment of its own (on the H200 of 2026-12-04 three
+    # confirmations met a host without its GPU and wrote "vllm: unknown" on a CPU's ISA): the kept run's verdict
+    # then goes with the first run's environment, the engine that showed the target
+    final = with_observation(result.case, observation_of(confirm.verdict, confirm.trace.env) if same
+                             else observation_of(result.verdict, env))
     earlier = final.note.rstrip()
     if earlier and not earlier.endswith("."):
         earlier += "."
