@@ -10,7 +10,7 @@ set -uo pipefail
 res=${1:?usage: pack-results.sh RES_DIR OUT_DIR}; out=${2:?usage: pack-results.sh RES_DIR OUT_DIR}
 mkdir -p "$out"
 for log in "$res"/*.log; do [ -f "$log" ] && grep -v " INFO \|WARNING\|^\[transformers\]\|^Triton" "$log" | tail -200 > "$out/$(basename "$log")"; done
-cp "$res"/*.rc "$res"/*.json "$res"/*-prof-summary.txt "$res"/*-prof-folded.txt.gz "$out"/ 2>/dev/null
+cp "$res"/*.rc "$res"/*.json "$res"/*.txt "$res"/*-prof-summary.txt "$res"/*-prof-folded.txt.gz "$out"/ 2>/dev/null
 for d in "$res"/*/; do
   if [ ! -f "$d/campaign.json" ] && [ ! -f "$d/summary.json" ]; then
     # a folder of loose jobs (replays, shrinks: results/gpu-*/run.sh): their cases and JSON whole, their logs' tails
