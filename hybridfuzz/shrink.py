@@ -26,9 +26,14 @@ from typing import Callable, Iterator
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
-from hybridfuzz.executor import evaluate_sessions
+from hybridfuzz.executor import evaluate_sessions, interfered
 from hybridfuzz.model import ModelSpec
+from hybridfuzz.oracles.health import unjudged
 from hybridfuzz.oracles.verdict import Verdict
+
+# Batches in a row whose every variant went unjudged (oracles/health.py unjudged) before a shrink stops: the host has
+# lost its device or cannot start engines, and every further variant would be "not smaller" for no reason of the case's.
+HOST_LOST_BATCHES = 3
 
 
 def _without(items: list, i: int, n: int = 1) -> list:
@@ -212,15 +217,25 @@ class ShrinkResult:
     runs: int  # engine runs, references included
     accepted: list[str]  # the simplifications kept, in order
     seconds: float
-    finished: bool  # False: the budget ended before a full pass found nothing smaller
+    finished: bool  # a full pass found nothing smaller, every variant of it judged
+    stopped: str = ""  # when not finished, why: the budget ended, a variant went unjudged, or the host was lost
 
 
 def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool = False) -> tuple[list[Verdict], int]:
     """Judge variants as the executor judges any case, each on its own fresh engine, all at once: its reference
     (unless ``alone``) and its controls included (judged without controls, a shrink of an LFM2 finding on
-    2026-12-01 kept variants that replayed as PASS). Returns the verdicts and the engines run."""
-    results = [r for (r,) in evaluate_sessions([[c] for c in cases], host, timeout, cache=None, alone=alone)]
-    return [r.verdict for r in results], sum(1 + (r.reference is not None) + len(r.controls) for r in results)
+    2026-12-01 kept variants that replayed as PASS). A variant whose run our harness spoiled (executor.interfered) is
+    run once more. Returns the verdicts and the engines run."""
+    def run(batch: list[Case]) -> list:
+        return [r for (r,) in evaluate_sessions([[c] for c in batch], host, timeout, cache=None, alone=alone)]
+
+    results = run(cases)
+    again = [i for i, r in enumerate(results) if interfered(r)]  # once more, as executor.replay tries them
+    retried = run([cases[i] for i in again]) if again else []
+    engines = sum(1 + (r.reference is not None) + len(r.controls) for r in results + retried)
+    for i, r in zip(again, retried):
+        results[i] = r
+    return [r.verdict for r in results], engines
 
 
 def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,
@@ -243,14 +258,25 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
     current = case
     protocol = getattr(host, "protocol", sleepwake.OFFLINE)
     at = 0  # the candidate the search goes on from after a kept variant (the module docstring says why)
+    lost = 0  # batches in a row whose every variant went unjudged
     while True:
         improved = False
+        unsure = False  # a variant of this pass went unjudged: finding nothing smaller proves nothing
         pending = _from(current, protocol, at)
         while chunk := list(itertools.islice(pending, parallel)):
             if time.monotonic() - t0 > budget_s:
-                return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False)
+                return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False,
+                                    "budget ended")
             verdicts, n = judge([c for _, _, c in chunk])
             runs += n
+            spoiled = [unjudged(v) for v in verdicts]
+            unsure |= any(spoiled)
+            lost = lost + 1 if all(spoiled) else 0
+            if lost >= HOST_LOST_BATCHES:
+                log(f"  [{time.monotonic() - t0:6.0f}s] stopped: {lost} batches in a row ran no variant "
+                    f"({verdicts[0].summary}); the host, not the case")
+                return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False,
+                                    "host lost")
             hit = next(((i, why, c, v) for (i, why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
             if hit:
                 at, why, current, verdict = hit
@@ -260,4 +286,5 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
                 improved = True
                 break
         if not improved:
-            return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, True)
+            return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0,
+                                not unsure, "a variant went unjudged" if unsure else "")

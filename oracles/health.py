@@ -34,6 +34,14 @@ def _nonfinite_where(case: Case | None) -> str:
 
 CASE_LABEL = "case"  # how a health verdict of the case's own run begins; the reference's says "reference"
 
+SHORTAGE = "shortage"  # the symptom of a run our harness spoiled (engines/base.py shortage): nothing about the case
+
+
+def unjudged(v: Verdict) -> bool:
+    """Whether a verdict says nothing about its case: the run met our harness's shortage, or a host without its
+    device, so the case neither passed nor failed (a shrink took 20 such variants for passing ones, H200 2026-12-04)."""
+    return v.status == "unsupported" and v.symptom == SHORTAGE
+
 
 # Oracles whose verdict executor.judge draws from the case's own trace (and its control runs), never the reference's.
 OWN_RUN_ORACLES = ("self_consistency", "prefix_cache")
@@ -65,10 +73,11 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
             return v
     if trace.outcome == "rejected":
         err = trace.error.one_line() if trace.error else "refused"
+        short = shortage(trace.error)
         what = (f"the harness's device ran short, or its other engines interfered, in the {label} run"
-                if shortage(trace.error) else f"the engine refused the {label} configuration")
+                if short else f"the engine refused the {label} configuration")
         return Verdict("unsupported", "health", f"{what}: {err}",
-                       [trace.error.message[:500]] if trace.error else [], symptom="rejected")
+                       [trace.error.message[:500]] if trace.error else [], symptom=SHORTAGE if short else "rejected")
     if trace.outcome != "ok":
         err = trace.error
         step = next((s for s in trace.steps if s.error), None)

