@@ -1,6 +1,6 @@
 """s25: the shrunk (or partly shrunk) cases of s24's real findings into corpus/gpu, their observations fixed where the
 shrinker's confirmation met a host without its GPU (vllm: unknown; fixed in cli/shrink.py since)."""
-import dataclasses, subprocess, sys
+import dataclasses, os, subprocess
 from hybridfuzz.case import load_case_file, dump_case
 from hybridfuzz.store import write_atomic
 
@@ -13,6 +13,7 @@ A = ("Triage: real, high: one-token prompts under CUDA graphs. A batch whose new
      "HYBRIDFUZZ_MEND=prefill-eager (batches with a prefilling request run eagerly) passed this class's five cases, "
      "0 of 2 fresh runs each, while the same cases unmended diverged again on the same host (at least 1 of 2 fresh runs each; that replay did not print the count).")
 B = ("Triage: real, high: the per-token-head quantized KV class of results/gpu-h200-2026-12-03-s21/README.md (class 1).")
+UNRUN = (" Its last variants failed to start on that host too and so were never judged: small, not proven minimal.")
 GONE = (" The shrinker's own confirmation met a host that had lost its GPU ('No CUDA GPUs are available', every engine "
         "started after about 18:04 UTC); the minimal case's run when it was kept, on a fresh engine, is its reproduction.")
 cases = [
@@ -42,14 +43,14 @@ cases = [
    "Found unaided by the 20-minute default campaign on vLLM 0.33.0 (H200, " + R24 + ", signature e15d36c9: SIGABRT at "
    "step 4; a replay gave 'Triton Error [CUDA]: device-side assert triggered'). Shrunk on 2026-12-04 (" + R25 + ", 21 "
    "simplifications, 170 engine runs, 866 s) from 8 layers and 23 steps toward the symptom its first run showed there, "
-   "CUBLAS_STATUS_EXECUTION_FAILED at a generate step." + GONE + " " + B + " One Zamba2 hybrid layer, "
+   "CUBLAS_STATUS_EXECUTION_FAILED at a generate step." + GONE + UNRUN + " " + B + " One Zamba2 hybrid layer, "
    "int4_per_token_head on TRITON_ATTN, eager, a 128-token budget: the engine's CUDA context fails at the third "
    "generate. A crash, the most severe member of the class."),
   ("6e91af78", "zamba2-int4-per-token-head-reload-differs-7", None,
    "Found unaided by the 20-minute default campaign on vLLM 0.33.0 (H200, " + R24 + ", signature 6e91af78, after a warm "
    "history of 47 steps in the budget's last 17 s). Replayed on 2026-12-04 (" + R25 + "): 2 of 2 fresh runs diverged, "
    "as reload-differs b32759bc (the signature of zamba2-int4-per-token-head-reload-differs-260-vllm-0.33.0.yaml). Shrunk "
-   "(34 simplifications, 142 engine runs, 859 s) to one Zamba2 hybrid layer and 3 steps." + GONE + " " + B +
+   "(34 simplifications, 142 engine runs, 859 s) to one Zamba2 hybrid layer and 3 steps." + GONE + UNRUN + " " + B +
    " A 7-token prompt before and after reload_weights gives another first token."),
   ("ef8dca8d", "falcon-h1-fp8-warm-history-one-token-prompt", None,
    "Found unaided by the 20-minute default campaign on vLLM 0.33.0 (H200, " + R24 + ", signature ef8dca8d, after a warm "
@@ -72,7 +73,7 @@ for sig, name, old, note in cases:
         obs = [o for o in obs if o.vllm != "unknown" and not (o.vllm == new.vllm and o.device == new.device and o.verdict == new.verdict)] + [new]
     c = c.replace(note=note, observed=obs)
     dest = f"corpus/gpu/{name}-vllm-0.33.0.yaml"
-    if old:
+    if old and os.path.exists(f"corpus/gpu/{old}-vllm-0.33.0.yaml"):
         subprocess.run(["git", "rm", "-q", f"corpus/gpu/{old}-vllm-0.33.0.yaml"], check=True)
     write_atomic(dest, dump_case(c))
     print(dest, [o.signature for o in c.observed])

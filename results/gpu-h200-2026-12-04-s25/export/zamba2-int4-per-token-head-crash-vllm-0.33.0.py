@@ -41,7 +41,7 @@ from types import SimpleNamespace
 # CPU torch ("operator torchvision::nms does not exist"); text models never need them.
 BLOCKED = ("torchvision", "torchaudio", "torchcodec")
 
-# ---- copied by hybridfuzz export from hybridfuzz's own source (91 definitions); do not edit
+# ---- copied by hybridfuzz export from hybridfuzz's own source (92 definitions); do not edit
 @dataclass(frozen=True)
 class Generate:
     """One llm.generate call: a batch of token-id prompts, greedy."""
@@ -331,6 +331,10 @@ CASE_LABEL = 'case'
 
 
 
+SHORTAGE = 'shortage'
+
+
+
 EXIT_CODES = {'pass': 0, 'divergence': 1, 'invalid': 2, 'unsupported': 3}
 
 
@@ -587,10 +591,11 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
             return v
     if trace.outcome == "rejected":
         err = trace.error.one_line() if trace.error else "refused"
+        short = shortage(trace.error)
         what = (f"the harness's device ran short, or its other engines interfered, in the {label} run"
-                if shortage(trace.error) else f"the engine refused the {label} configuration")
+                if short else f"the engine refused the {label} configuration")
         return Verdict("unsupported", "health", f"{what}: {err}",
-                       [trace.error.message[:500]] if trace.error else [], symptom="rejected")
+                       [trace.error.message[:500]] if trace.error else [], symptom=SHORTAGE if short else "rejected")
     if trace.outcome != "ok":
         err = trace.error
         step = next((s for s in trace.steps if s.error), None)
