@@ -757,3 +757,29 @@ def test_a_warm_divergence_is_confirmed_by_its_case_alone_on_a_fresh_engine(host
     written = [f for f in os.listdir(tmp_path / "findings") if f.endswith(".yaml")]
     assert len(written) == 1 and "StillAsleep" in written[0], written
     assert load_case_file(str(tmp_path / "findings" / written[0])).steps == asleep.steps
+
+
+def test_a_host_without_its_device_stops_the_loop(tmp_path, host):
+    """The H200 of 2026-12-04 lost its GPU mid-lease: every engine after it failed with torch's "No CUDA GPUs are
+    available". A loop meeting HOST_LOST_CASES such cases in a row stops and says so; a case that ran in between, or a
+    passing memory shortage, does not count."""
+    from hybridfuzz.campaign.loop import HOST_LOST_CASES, FuzzConfig, FuzzLoop
+    from hybridfuzz.executor import Result
+    from hybridfuzz.strategies import detect_platform
+
+    def rejected(message):
+        trace = Trace(outcome="rejected", error=ErrorInfo("RuntimeError", message))
+        return Result(check_health(trace), trace)
+
+    gone, short = rejected("No CUDA GPUs are available"), rejected("CUDA out of memory. Tried to allocate 2.00 GiB")
+    ran = Result(check_health(Trace(outcome="ok")), Trace(outcome="ok"))
+    cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1)
+    loop = FuzzLoop(cfg, host, detect_platform())
+    for result in [gone] * (HOST_LOST_CASES - 1) + [ran] + [gone] * (HOST_LOST_CASES - 1) + [short]:
+        loop._watch_host(result)
+    assert not loop.stats.host_lost
+    for _ in range(HOST_LOST_CASES):
+        loop._watch_host(gone)
+    assert loop.stats.host_lost
+    stats = loop.run()  # stopped: it draws nothing, and its summary says why
+    assert stats.cases == 0 and loop.summary().host_lost

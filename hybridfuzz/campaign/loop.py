@@ -37,7 +37,7 @@ from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.campaign.outcomes import OutcomeMemory, Prediction
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case, device_kind
-from hybridfuzz.engines.base import cpu_seconds, refusal_reason
+from hybridfuzz.engines.base import cpu_seconds, device_gone, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
@@ -54,6 +54,9 @@ FIRST_BATCH_SESSIONS = 3  # a worker's first batch (batch_sessions): its engines
 # A warm divergence met at most this long after the budget gets its case alone confirmed on a fresh engine
 # (_confirm_late): one engine start, median 10.9 s on the H200 of 2026-12-04, inside timed-campaign.sh's grace.
 LATE_CONFIRM_S = 60.0
+# Cases in a row whose engine saw no device before a worker stops (FuzzLoop._watch_host): a lost device does not
+# come back, while one case's start-up between two lost ones would reset the count.
+HOST_LOST_CASES = 8
 PACE_SESSIONS = 20  # a worker's recent sessions that say what the next one will cost (SessionPace)
 
 
@@ -149,6 +152,8 @@ class Stats:
     sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
     engine_ends: Counter = field(default_factory=Counter)  # warm engines given up before their session's end, by why
     noise_set_aside: Counter = field(default_factory=Counter)  # passing cases with pairs a control or BATCH_SCALES showed noise, by why
+    deviceless_in_a_row: int = 0  # cases in a row whose engine saw no device (engines/base.py device_gone)
+    host_lost: bool = False  # the loop stopped early on HOST_LOST_CASES of them (FuzzLoop._watch_host)
 
 
 @dataclass
@@ -265,6 +270,7 @@ class FuzzLoop:
         self._count_engine_ends(results)
         for case, result in zip(session, results):
             self._count(case, result)
+            self._watch_host(result)
             self._remember(case, result, checks.get(id(case)))
             signals.feed(case, result)  # Hypothesis target()/event() from the results, when HYBRIDFUZZ_SIGNALS=1
             self._event(case, result.verdict, wall / len(session), phase, wall, result.trace.timings, result.trace, result.reference)
@@ -370,6 +376,18 @@ class FuzzLoop:
         if result.verdict.status == "unsupported":
             s.refusals[refusal_reason(result.trace.error if result.trace.outcome == "rejected" else
                                       (result.reference.error if result.reference is not None else None))] += 1
+
+    def _watch_host(self, result: Result) -> None:
+        """Stop once HOST_LOST_CASES cases in a row started no engine because the process saw no device: the
+        H200 of 2026-12-04 lost its GPU 22 minutes into a 30-minute lease and every engine after it failed so; a
+        campaign would have spent the rest of its budget counting them as refusals and finding nothing."""
+        s = self.stats
+        s.deviceless_in_a_row = s.deviceless_in_a_row + 1 if device_gone(result.trace.error) else 0
+        if s.deviceless_in_a_row >= HOST_LOST_CASES and not s.host_lost:
+            s.host_lost = True
+            self.progress(s, f"host lost: {s.deviceless_in_a_row} cases in a row saw no device "
+                             f"({result.trace.error.one_line()}); stopping")
+            self.stop()
 
     def _confirm_late(self, session: list[Case], results: list[Result], i: int) -> tuple[Case, Result] | None:
         """A warm divergence met once the budget is spent: its case alone on one fresh engine while the budget ended
@@ -614,7 +632,7 @@ class FuzzLoop:
             time_to_first_finding_s=None if s.first_finding_s is None else round(s.first_finding_s, 1),
             shrink_s=round(s.shrink_s, 1), engine=self.platform.device, vllm=vllm_version(), seed=self.cfg.seed,
             not_replayed=s.unreplayed, finding_list=list(s.findings), fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
-            interrupted=self.interrupted, **throughput(s, time.time() - s.started, self.cfg.engine_slots),
+            interrupted=self.interrupted, host_lost=s.host_lost, **throughput(s, time.time() - s.started, self.cfg.engine_slots),
             cases_per_engine=self.cfg.cases_per_engine, shrink=self.cfg.shrink)
 
     def write_summary(self) -> RunSummary:

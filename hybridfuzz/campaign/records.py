@@ -175,6 +175,7 @@ class RunSummary:
     finding_list: list[FoundRecord] = field(default_factory=list)
     fault_injected: str = ""
     interrupted: bool = False
+    host_lost: bool = False  # stopped early: its engines saw no device (campaign/loop.py FuzzLoop._watch_host)
     # Throughput (campaign/loop.py throughput): steps, fresh engine starts, per-minute rates, busy engines.
     steps: int = 0
     engine_starts: int = 0

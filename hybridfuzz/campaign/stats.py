@@ -38,6 +38,14 @@ def cpu_use(workers: dict[str, dict], meta: dict, spent_s: float) -> dict:
     return total
 
 
+def host_lost_line(lost: int, workers: int) -> str:
+    """What a run says when workers stopped because their engines saw no device ("" when none did)."""
+    if not lost:
+        return ""
+    return (f"host lost: {lost} of {workers} worker(s) stopped early, their engines seeing no device (refused cases "
+            f"by reason above); the cases after that point were not run")
+
+
 def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
     """Cases, busy time and sessions of one worker (a session restarts t at 0)."""
     busy, sessions, last_t, phase, shrink_cases = 0.0, 0, None, None, 0
@@ -65,7 +73,8 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
             "refusals_predicted": summary.get("refusals_predicted", 0), "known_avoided": summary.get("known_avoided", 0),
             "sleep_checks_finished": summary.get("sleep_checks_finished", 0), "engine_ends": summary.get("engine_ends", {}),
             "noise_set_aside": summary.get("noise_set_aside", {}), "left_unconfirmed": summary.get("left_unconfirmed", 0),
-            "histories_deferred": summary.get("histories_deferred", 0), "busy_s": round(busy, 1), "starts": starts,
+            "histories_deferred": summary.get("histories_deferred", 0), "host_lost": summary.get("host_lost", False),
+            "busy_s": round(busy, 1), "starts": starts,
             **{k: summary.get(k, 0.0) for k in CPU_KEYS},
             "last_phase": phase, "state": state}
 
@@ -156,6 +165,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "engine_busy_fraction": round(sum(w["engine_busy_s"] for w in workers.values()) / (spent * slots), 3) if spent > 0 and slots else None,
         "refusals": dict(refusals.most_common(10)),
         "refusals_predicted": sum(w["refusals_predicted"] for w in workers.values()),
+        "workers_host_lost": sum(bool(w["host_lost"]) for w in workers.values()),  # stopped: their engines saw no device
         "known_avoided": sum(w["known_avoided"] for w in workers.values()),
         "sleep_checks_finished": sum(w["sleep_checks_finished"] for w in workers.values()),
         "engine_ends": dict(ends.most_common()),

@@ -94,6 +94,7 @@ def live_table():
 
 def run(args) -> int:
     from hybridfuzz.campaign.supervisor import CampaignSupervisor
+    from hybridfuzz.campaign.stats import host_lost_line
     from hybridfuzz.strategies import detect_platform
 
     options.dir_to_write("--dir", args.dir)
@@ -141,6 +142,8 @@ def run(args) -> int:
 
         for line in shared_features.lines(s["shared_features"]):
             say(line)
+    if lost := host_lost_line(s["workers_host_lost"], s["workers"]):
+        say(lost)
     say(f"summary: {os.path.join(args.dir, 'summary.json')}")
     if s["interrupted"]:
         return INTERRUPTED

@@ -37,6 +37,7 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
     the same throughput as ``campaign --engine gpu``; findings in OUT/findings."""
     from hybridfuzz.campaign.config import WorkerSettings
     from hybridfuzz.campaign.supervisor import CampaignSupervisor
+    from hybridfuzz.campaign.stats import host_lost_line
 
     settings = WorkerSettings(timeout_s=args.timeout, known_dirs=known, max_layers=args.max_layers,
                               narrowing=options.narrowing_of(args), use=options.engine_use_of(args))
@@ -50,6 +51,8 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
         f"{s['refusals_predicted']} more foreseen refused; {s['known_avoided']} cases left out (a known bug foreseen)")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
+    if lost := host_lost_line(s["workers_host_lost"], s["workers"]):
+        say(lost)
     if s["interrupted"]:
         return INTERRUPTED
     return FOUND if s["findings"] else OK
@@ -61,6 +64,7 @@ def _seconds(value) -> str:
 
 def run(args) -> int:
     from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.campaign.stats import host_lost_line
     from hybridfuzz.hosts import make_host
     from hybridfuzz.strategies import detect_platform
 
@@ -117,6 +121,8 @@ def run(args) -> int:
         f"shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")
     for f in summary.finding_list:
         say(f"  {f.signature}: {f.path}\n    {f.summary}")
+    if lost := host_lost_line(int(summary.host_lost), 1):
+        say(lost)
     say(f"summary: {os.path.join(out, 'summary.json')}")
     if summary.interrupted:
         return INTERRUPTED

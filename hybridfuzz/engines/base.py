@@ -54,6 +54,14 @@ def shortage(info: ErrorInfo | None) -> bool:
     return info is not None and RESOURCE.search(info.message) is not None
 
 
+_DEVICE_GONE = re.compile(DEVICE_GONE, re.IGNORECASE)
+
+
+def device_gone(info: ErrorInfo | None) -> bool:
+    """The shortage that does not pass: the process sees no device at all (a campaign stops on it, campaign/loop.py)."""
+    return info is not None and _DEVICE_GONE.search(info.message) is not None
+
+
 # Code that only validates a configuration, before any engine exists.
 _CONFIG_CODE = re.compile(r"vllm/config/|vllm/engine/arg_utils\.py|pydantic|create_engine_config|__post_init__|"
                           r"verify_|_verify|check_and_update_config")
