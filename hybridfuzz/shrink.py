@@ -259,14 +259,18 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
     protocol = getattr(host, "protocol", sleepwake.OFFLINE)
     at = 0  # the candidate the search goes on from after a kept variant (the module docstring says why)
     lost = 0  # batches in a row whose every variant went unjudged
+
+    def ended(finished: bool, stopped: str = "") -> ShrinkResult:
+        return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0,
+                            finished, stopped)
+
     while True:
         improved = False
         unsure = False  # a variant of this pass went unjudged: finding nothing smaller proves nothing
         pending = _from(current, protocol, at)
         while chunk := list(itertools.islice(pending, parallel)):
             if time.monotonic() - t0 > budget_s:
-                return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False,
-                                    "budget ended")
+                return ended(False, "budget ended")
             verdicts, n = judge([c for _, _, c in chunk])
             runs += n
             spoiled = [unjudged(v) for v in verdicts]
@@ -275,8 +279,7 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
             if lost >= HOST_LOST_BATCHES:
                 log(f"  [{time.monotonic() - t0:6.0f}s] stopped: {lost} batches in a row ran no variant "
                     f"({verdicts[0].summary}); the host, not the case")
-                return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0, False,
-                                    "host lost")
+                return ended(False, "host lost")
             hit = next(((i, why, c, v) for (i, why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
             if hit:
                 at, why, current, verdict = hit
@@ -286,5 +289,4 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
                 improved = True
                 break
         if not improved:
-            return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0,
-                                not unsure, "a variant went unjudged" if unsure else "")
+            return ended(not unsure, "a variant went unjudged" if unsure else "")
