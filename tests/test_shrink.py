@@ -272,7 +272,8 @@ def test_output_path(argv, expected):
     from hybridfuzz.cli import build_parser
     from hybridfuzz.cli.shrink import output_path
 
-    assert output_path(build_parser().parse_args(argv)) == expected
+    args = build_parser().parse_args(argv)
+    assert output_path(args.case[0], args.in_place, args.out) == expected
 
 
 # ---------------------------------------------------------------- CLI errors (no engine started)
@@ -298,6 +299,18 @@ def test_bad_budget_is_exit_2_with_one_line(tmp_path):
     lines = our_lines(r.stderr)
     assert len(lines) == 1 and "--budget" in lines[0] and "nonsense" in lines[0], r.stderr
     assert r.stdout == "" and sorted(os.listdir(tmp_path)) == ["bloated.yaml"]
+
+
+def test_several_cases_take_no_out_and_a_bad_one_stops_all_before_any_engine(tmp_path):
+    (tmp_path / "bloated.yaml").write_text(BLOATED)
+    (tmp_path / "bad.yaml").write_text("model: {layers: [full_attention]}\nengine: {kv_cache_dtype: int3}\nsteps: [reset_prefix_cache]\n")
+    r = hybridfuzz("shrink", "bloated.yaml", "bloated.yaml", "--out", "x.yaml", cwd=tmp_path)
+    assert r.returncode == 2 and len(our_lines(r.stderr)) == 1 and "--out" in r.stderr, r.stderr
+    r = hybridfuzz("shrink", "bloated.yaml", "bad.yaml", "--budget", "10s", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr[-2000:]
+    lines = our_lines(r.stderr)
+    assert len(lines) == 1 and "engine.kv_cache_dtype:" in lines[0] and "Traceback" not in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["bad.yaml", "bloated.yaml"]
 
 
 # ---------------------------------------------------------------- on the engine
@@ -360,3 +373,21 @@ def test_passing_case_has_nothing_to_shrink(tmp_path):
     assert "nothing to shrink" in r.stderr
     assert r.stdout.startswith("ok.yaml: PASS")
     assert sorted(os.listdir(tmp_path)) == ["ok.yaml"]
+
+
+@pytest.mark.engine
+def test_several_cases_shrink_at_once_each_in_its_own_process(tmp_path):
+    """`shrink A B --json`: both at once (the H200 ran eight so, 2026-12-04); stdout is the list of their JSON, each
+    process's lines come prefixed with its file's name, and the exit code is the worst of theirs."""
+    import json
+
+    (tmp_path / "ok.yaml").write_text(PASSING)
+    (tmp_path / "bloated.yaml").write_text(BLOATED)
+    r = hybridfuzz("shrink", "ok.yaml", "bloated.yaml", "--budget", "10m", "--json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr[-3000:]  # ok.yaml does not fail here
+    ok, bloated = json.loads(r.stdout)
+    assert ok["case"] == "ok.yaml" and ok["written"] is None and ok["status"] == "pass", ok
+    assert bloated["replayed"] and bloated["finished"] and bloated["written"] == "bloated.min.yaml", bloated
+    assert "[ok.yaml] hybridfuzz: shrink: the case does not fail here" in r.stderr, r.stderr[-3000:]
+    assert "[bloated.yaml] written: bloated.min.yaml" in r.stderr, r.stderr[-3000:]
+    assert load_case_file(str(tmp_path / "bloated.min.yaml")).model.layers == ("full_attention",)

@@ -6,7 +6,7 @@ import os
 import sys
 
 from hybridfuzz.cli import options
-from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UsageError
+from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, USAGE, UsageError
 
 NAME = "shrink"
 HELP = "shrink a failing YAML case to a minimal one with the same signature (exit 0 when written)"
@@ -14,7 +14,8 @@ EXITS = {0: "a minimal case was written and replays", 1: "the case does not fail
 
 
 def add_arguments(p) -> None:
-    p.add_argument("case", help="a failing YAML case (kind: engine)")
+    p.add_argument("case", nargs="+", help="a failing YAML case (kind: engine); several are shrunk at once, each in its "
+                                          "own process with --workers engines")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", help="where the minimal case goes (default CASE.min.yaml; written after every step)")
     where.add_argument("--in-place", action="store_true", help="overwrite CASE itself (atomically, after every step)")
@@ -25,16 +26,77 @@ def add_arguments(p) -> None:
     options.add_json(p)
 
 
-def output_path(args) -> str:
-    if args.in_place:
-        return args.case
-    if args.out:
-        return args.out
-    stem = args.case[:-5] if args.case.endswith(".yaml") else args.case
+def output_path(case: str, in_place: bool = False, out: str | None = None) -> str:
+    """Where the minimal case of ``case`` goes: itself with --in-place, --out, else CASE.min.yaml."""
+    if in_place:
+        return case
+    if out:
+        return out
+    stem = case[:-5] if case.endswith(".yaml") else case
     return stem + ".min.yaml"
 
 
 def run(args) -> int:
+    if len(args.case) > 1:
+        return _several(args)
+    args.case = args.case[0]
+    return _one(args)
+
+
+def _several(args) -> int:
+    """Each case in its own ``hybridfuzz shrink`` process, all at once: as the H200 ran eight shrinks of one
+    campaign's findings on 2026-12-04 (results/gpu-h200-2026-12-04-s25/run.sh), now one command. Every line a
+    process prints comes prefixed with its case's file name; with --json, stdout is the list of their JSON."""
+    import subprocess
+    import threading
+
+    from hybridfuzz.case import load_case_file
+
+    if args.out:
+        raise UsageError("shrink: --out names one file; with several cases use --in-place or the default CASE.min.yaml")
+    for path in args.case:  # bad input is one line before any engine starts
+        if load_case_file(path).kind == "component":
+            raise UsageError(f"shrink: {path}: component cases are shrunk by `hybridfuzz check-components`")
+        options.file_to_write("--out", output_path(path, args.in_place))
+    flags = ["--budget", f"{args.budget}s", "--workers", str(args.workers), "--timeout", str(args.timeout)]
+    flags += ["--in-place"] * args.in_place + ["--json"] * args.json + (["--signature", args.signature] if args.signature else [])
+    lock = threading.Lock()
+
+    def relay(stream, name: str, to, keep: list | None) -> None:
+        for line in stream:
+            if keep is not None:
+                keep.append(line)
+                continue
+            with lock:
+                print(f"[{name}] {line}", end="", file=to, flush=True)
+
+    procs, outs, relays = [], [], []
+    for path in args.case:
+        p = subprocess.Popen([sys.executable, "-m", "hybridfuzz.cli", "shrink", path, *flags], text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        name, out = os.path.basename(path), []
+        relays += [threading.Thread(target=relay, args=(p.stdout, name, sys.stdout, out if args.json else None)),
+                   threading.Thread(target=relay, args=(p.stderr, name, sys.stderr, None))]
+        procs.append(p)
+        outs.append(out)
+    for t in relays:
+        t.start()
+    try:
+        codes = [p.wait() for p in procs]
+    except KeyboardInterrupt:  # each child had the signal too: it writes what it found so far and ends
+        codes = [p.wait() for p in procs]
+    for t in relays:
+        t.join()
+    if args.json:
+        print(json.dumps([json.loads("".join(out)) if out else {"case": path, "written": None, "exit": code}
+                          for path, out, code in zip(args.case, outs, codes)], indent=2))
+    for code in (INTERRUPTED, USAGE, FOUND):
+        if code in codes:
+            return code
+    return OK
+
+
+def _one(args) -> int:
     from hybridfuzz.case import dump_case, load_case_file
     from hybridfuzz.executor import needs_reference, replay
     from hybridfuzz.findings import observation_of, with_observation
@@ -46,7 +108,7 @@ def run(args) -> int:
     case = load_case_file(args.case)
     if case.kind == "component":
         raise UsageError("shrink: component cases are shrunk by `hybridfuzz check-components`")
-    out = output_path(args)
+    out = output_path(args.case, args.in_place, args.out)
     options.file_to_write("--out", out)
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else print
     written = [False]
