@@ -188,7 +188,8 @@ class BackgroundShrinker:
         again = replay(minimal.replace(observed=[]), host, self.timeout_s, alone=alone)
         minimal, replays = replayed(minimal, again, job.signature)
         self.busy_s += time.time() - t0
-        self.log(f"{job.signature}: {'finished' if result.finished else 'cut short (' + result.stopped + ')'} after {result.seconds:.0f} s, "
+        self.log(f"{job.signature}: {'finished' if result.finished else 'cut short'} after {result.seconds:.0f} s"
+                 f"{'' if result.finished else ' (' + result.stopped + ')'}, "
                  f"{len(result.accepted)} kept, {result.runs} engine runs; replay {'shows it' if replays else 'does not'}")
         self.on_done(ShrinkOutcome(job.signature, job.path, minimal, replays, round(time.time() - t0, 1), result.runs,
                                    result.finished))
