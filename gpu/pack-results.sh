@@ -9,16 +9,17 @@
 set -uo pipefail
 res=${1:?usage: pack-results.sh RES_DIR OUT_DIR}; out=${2:?usage: pack-results.sh RES_DIR OUT_DIR}
 mkdir -p "$out"
-for log in "$res"/*.log; do [ -f "$log" ] && grep -v " INFO \|WARNING\|^\[transformers\]\|^Triton" "$log" | tail -200 > "$out/$(basename "$log")"; done
-cp "$res"/*.rc "$res"/*.json "$res"/*.txt "$res"/*-prof-summary.txt "$res"/*-prof-folded.txt.gz "$out"/ 2>/dev/null
+log_tail() {  # log_tail LOG LINES INTO: the log's last LINES lines without vLLM's INFO and warning chatter, into INTO/
+  [ -f "$1" ] && grep -av " INFO \|WARNING\|^\[transformers\]\|^Triton" "$1" | tail -"$2" > "$3/$(basename "$1")"
+}
+for log in "$res"/*.log; do log_tail "$log" 200 "$out"; done
+cp "$res"/*.rc "$res"/*.json "$res"/*.txt "$res"/*-prof-folded.txt.gz "$out"/ 2>/dev/null
 for d in "$res"/*/; do
   if [ ! -f "$d/campaign.json" ] && [ ! -f "$d/summary.json" ]; then
     # a folder of loose jobs (replays, shrinks: results/gpu-*/run.sh): their cases and JSON whole, their logs' tails
     n=$(basename "$d"); mkdir -p "$out/$n"
     cp "$d"/*.yaml "$d"/*.json "$out/$n"/ 2>/dev/null
-    for log in "$d"/*.log "$d"/*.err; do
-      [ -f "$log" ] && grep -av " INFO \|WARNING\|^\[transformers\]\|^Triton" "$log" | tail -300 > "$out/$n/$(basename "$log")"
-    done
+    for log in "$d"/*.log "$d"/*.err; do log_tail "$log" 300 "$out/$n"; done
     continue
   fi
   n=$(basename "$d"); mkdir -p "$out/$n"

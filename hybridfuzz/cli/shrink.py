@@ -36,6 +36,17 @@ def output_path(case: str, in_place: bool = False, out: str | None = None) -> st
     return stem + ".min.yaml"
 
 
+def _engine_case(path: str, out: str):
+    """The case at ``path``, refused in one line if it cannot be shrunk here or its output cannot be written."""
+    from hybridfuzz.case import load_case_file
+
+    case = load_case_file(path)
+    if case.kind == "component":
+        raise UsageError(f"shrink: {path}: component cases are shrunk by `hybridfuzz check-components`")
+    options.file_to_write("--out", out)
+    return case
+
+
 def run(args) -> int:
     if len(args.case) > 1:
         return _several(args)
@@ -50,14 +61,10 @@ def _several(args) -> int:
     import subprocess
     import threading
 
-    from hybridfuzz.case import load_case_file
-
     if args.out:
         raise UsageError("shrink: --out names one file; with several cases use --in-place or the default CASE.min.yaml")
     for path in args.case:  # bad input is one line before any engine starts
-        if load_case_file(path).kind == "component":
-            raise UsageError(f"shrink: {path}: component cases are shrunk by `hybridfuzz check-components`")
-        options.file_to_write("--out", output_path(path, args.in_place))
+        _engine_case(path, output_path(path, args.in_place))
     flags = ["--budget", f"{args.budget}s", "--workers", str(args.workers), "--timeout", str(args.timeout)]
     flags += ["--in-place"] * args.in_place + ["--json"] * args.json + (["--signature", args.signature] if args.signature else [])
     lock = threading.Lock()
@@ -97,7 +104,7 @@ def _several(args) -> int:
 
 
 def _one(args) -> int:
-    from hybridfuzz.case import dump_case, load_case_file
+    from hybridfuzz.case import dump_case
     from hybridfuzz.executor import needs_reference, replay
     from hybridfuzz.findings import observation_of, with_observation
     from hybridfuzz.hosts import make_host
@@ -105,11 +112,8 @@ def _one(args) -> int:
     from hybridfuzz.oracles.health import decided_alone
     from hybridfuzz.store import write_atomic
 
-    case = load_case_file(args.case)
-    if case.kind == "component":
-        raise UsageError("shrink: component cases are shrunk by `hybridfuzz check-components`")
     out = output_path(args.case, args.in_place, args.out)
-    options.file_to_write("--out", out)
+    case = _engine_case(args.case, out)
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else print
     written = [False]
 
