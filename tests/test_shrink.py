@@ -391,3 +391,17 @@ def test_several_cases_shrink_at_once_each_in_its_own_process(tmp_path):
     assert "[ok.yaml] hybridfuzz: shrink: the case does not fail here" in r.stderr, r.stderr[-3000:]
     assert "[bloated.yaml] written: bloated.min.yaml" in r.stderr, r.stderr[-3000:]
     assert load_case_file(str(tmp_path / "bloated.min.yaml")).model.layers == ("full_attention",)
+
+
+def test_a_history_of_sleep_wake_pairs_shrinks_by_halves_before_pairs():
+    """s25's ``ef8dca8d`` (H200, 2026-12-04): 306 steps, mostly sleep and wake-up calls, around two identical one-token
+    prompts. Pairs first, each kept pair led the search to the next pair: 16 steps in 654 s. The rule stands in for
+    the engine: the finding needs the two generates and nothing else."""
+    steps = "- generate: {prompts: [[58]], max_tokens: 2}\n"
+    steps += "".join("- sleep: {level: 1}\n- wake_up: {}\n" for _ in range(60))
+    steps += "- generate: {prompts: [[58]], max_tokens: 2}\n"
+    case = load_case("model: {layers: [linear_attention]}\nsteps:\n" + steps)
+    result, batches = _rule_shrink(case, lambda c: sum(isinstance(s, Generate) for s in c.steps) == 2)
+    assert result.finished and len(result.case.steps) == 2
+    assert not any("(sleep, wake_up)" in why for why in result.accepted[:3]), result.accepted
+    assert len(batches) < 25, len(batches)  # pairs first: one batch per pair, over 60
