@@ -8,13 +8,19 @@
 # What rides along is derived from the release's own metadata by gpu/bundle_plan.py (uv resolves
 # vllm==X for the host, preferring the host's own versions); OUT_DIR/plan.txt records it and
 # OUT_DIR/plan-explained.txt says why each package rides or stays. OUT_DIR gets parts/part-NN
-# (<= PART_MB MiB each, default 44), SHA256 and install-on-host.sh. On the host: gpu/hf.sh or
+# (<= PART_MB MiB each; by default what fits one device call beside the working tree, at most 44), SHA256 and install-on-host.sh. On the host: gpu/hf.sh or
 # install-on-host.sh PARTS SHA256 TARGET.
 set -euo pipefail
 usage="usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]"
 ver=${1:?$usage}
 out=${2:?$usage}
-part_mb=${3:-44}  # a call of the device tool carries 64 MiB, the working tree and .git included (45 and 47 MiB refused with 17.7 MiB tracked, 44 taken with 14.0, 2026-12-04)
+# A call of the device tool carries 64 MiB, a part and the whole working tree together, and a little more it does not
+# name (45 and 47 MiB parts refused with 17.7 MiB tracked, 44 taken with 14.0; on 2026-12-04, s26, 44 refused with
+# 20.0 MiB tracked and taken with 14.7). The default part leaves the tree as it is now and 8 MiB (what the call adds,
+# and a session's results committed after the build); at most 44.
+tracked_mib=$(git -C "$(dirname "$0")/.." ls-files -z 2>/dev/null | (cd "$(dirname "$0")/.." && xargs -0 -r du -cb 2>/dev/null) | tail -1 | awk '{print int($1 / 1048576) + 1}' || true)
+fit=$(( 64 - ${tracked_mib:-20} - 8 )); [ "$fit" -gt 44 ] && fit=44; [ "$fit" -lt 8 ] && fit=8
+part_mb=${3:-$fit}
 case $part_mb in ''|*[!0-9]*) echo "make-bundle.sh: PART_MB must be a whole number of MiB, got '$part_mb'" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -33,7 +39,7 @@ dl() {  # wheels for the GPU host's interpreter, never their dependencies (the p
 }
 
 mkdir -p "$out"
-echo "planning vLLM $ver against $here/host-spec.txt ..."
+echo "planning vLLM $ver against $here/host-spec.txt (parts of ${part_mb} MiB; ${tracked_mib:-?} MiB tracked) ..."
 python3 "$here/bundle_plan.py" "$ver" --explain > "$out/plan.txt" 2> "$out/plan-explained.txt" || {
   cat "$out/plan-explained.txt" >&2; exit 2; }
 echo "  $(wc -l < "$out/plan.txt") wheels ride along: $(grep -E '^(torch|triton|flashinfer-python|nvidia-nccl[^=]*)==' "$out/plan.txt" | tr '\n' ' ')"
