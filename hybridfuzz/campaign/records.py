@@ -173,6 +173,7 @@ class RunSummary:
     seed: int
     not_replayed: int = 0
     finding_list: list[FoundRecord] = field(default_factory=list)
+    met_while_shrinking: list[FoundRecord] = field(default_factory=list)  # written unshrunk, not replayed (campaign/loop.py Stats)
     fault_injected: str = ""
     interrupted: bool = False
     host_lost: bool = False  # stopped early: its engines saw no device (campaign/loop.py FuzzLoop._watch_host)

@@ -116,14 +116,20 @@ def run(args) -> int:
         f"starts/min, engines busy {summary.engine_busy_fraction}, warm engines given up by why: {summary.engine_ends or 'none'}; "
         f"cases passed as noise by control: {summary.noise_set_aside or 'none'}; refused by reason: {summary.refusals or 'none'}, "
         f"{summary.refusals_predicted} more foreseen refused; {summary.known_avoided} cases left out (a known bug foreseen)")
+    met = summary.met_while_shrinking
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
-        f"{summary.findings} new findings; time to first finding {_seconds(summary.time_to_first_finding_s)}; "
-        f"shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")
+        f"{summary.findings} new findings{f' (and {len(met)} open: met while shrinking)' if met else ''}; "
+        f"time to first finding {_seconds(summary.time_to_first_finding_s)}; shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")
     for f in summary.finding_list:
         say(f"  {f.signature}: {f.path}\n    {f.summary}")
+    if met:  # written as found, neither shrunk nor replayed; a later run reads them as known and leaves them so
+        say(f"{len(met)} more new signatures met while shrinking another, written unshrunk and not replayed:")
+        for f in met:
+            say(f"  [open] {f.signature}: {f.path}\n    {f.summary}")
+        say(f"shrink and replay them: hybridfuzz shrink {' '.join(f.path for f in met)}")
     if lost := host_lost_line(int(summary.host_lost), 1):
         say(lost)
     say(f"summary: {os.path.join(out, 'summary.json')}")
     if summary.interrupted:
         return INTERRUPTED
-    return FOUND if summary.findings else OK
+    return FOUND if summary.findings or met else OK
