@@ -53,8 +53,8 @@ def _check(path, host) -> None:
 
 @pytest.mark.engine
 @pytest.mark.parametrize("path", ENGINE, ids=_ids(ENGINE))
-def test_corpus_case_matches_expectation(engine_host, path):
-    _check(path, engine_host)
+def test_corpus_case_matches_expectation(replay_host, path):
+    _check(path, replay_host)
 
 
 @pytest.mark.parametrize("path", COMPONENT, ids=_ids(COMPONENT))

