@@ -136,7 +136,7 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
             traces = None
     if traces is None:
         if timed_out:
-            outcome, error = "timeout", ErrorInfo("Timeout", f"no progress within {timeout:.0f} s; engine killed; {host_load()}")
+            outcome, error = "timeout", ErrorInfo("Timeout", f"no progress within {timeout:g} s; engine killed; {host_load()}")
         else:
             outcome, error = _death(status)
         traces = rebuild(_events(progress_path) if progress_path else [], outcome, error)
