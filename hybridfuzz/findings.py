@@ -6,6 +6,7 @@ import datetime
 import glob
 import os
 import re
+from dataclasses import dataclass
 
 from hybridfuzz.case import Case, CaseError, DeviceKind, Generate, Observation, device_kind, dump_case, load_case_file
 from hybridfuzz.store import write_atomic
@@ -60,6 +61,57 @@ def known_signatures(*dirs: str, on: DeviceKind | None = None) -> set[str]:
             sigs |= {o.signature for o in seen if o.signature}
             sigs |= {s for o in seen for s in o.symptoms}  # the same case's other symptoms: one finding
     return sigs
+
+
+@dataclass(frozen=True)
+class KvClass:
+    """A bug class that a quantised KV cache dtype causes: its symptom, on one vLLM release and one kind of device.
+
+    A signature names the family (oracles/verdict.py ``output_where``), so one KV-dtype bug seen on five families is
+    five signatures: README command (a) on an AMX CPU (2026-12-04) wrote 27 findings, 23 of them classes the corpus
+    already filed on another family, each shrunk or left to shrink (results/cpu-2026-12-04-s26/). A finding belongs
+    to a known class only when its case passes with the KV dtype set back to auto (the loop's control run,
+    campaign/loop.py ``FuzzLoop._of_known_class``), so the KV path shared by every family is the cause. The release
+    is part of the class: a class filed on 0.33.0 says nothing of 0.26.0."""
+
+    kv_cache_dtype: str
+    oracle: str
+    symptom: str
+    vllm: str
+    device: DeviceKind
+
+    def __str__(self) -> str:
+        return f"kv_cache_dtype {self.kv_cache_dtype}, {self.oracle}:{self.symptom}, vLLM {self.vllm} on {self.device}"
+
+
+def kv_class(case: Case, signature: str, vllm: str, device: str) -> KvClass | None:
+    """The KV-dtype class a divergence of this case would belong to; None with the auto KV cache."""
+    from hybridfuzz.triage import split_signature
+
+    if case.engine.kv_cache_dtype == "auto" or not signature:
+        return None
+    oracle, symptom = split_signature(signature)
+    return KvClass(case.engine.kv_cache_dtype, oracle, symptom, vllm, device_kind(device))
+
+
+def known_kv_classes(*dirs: str) -> dict[KvClass, str]:
+    """The KV-dtype classes filed under dirs, each with the path of one case file that shows it: every divergence
+    observed (its signature and its other symptoms) of a case with a quantised KV cache."""
+    classes: dict[KvClass, str] = {}
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "**", "*.yaml"), recursive=True)):
+            try:
+                case = load_case_file(path)
+            except CaseError:
+                continue
+            for o in case.observed:
+                if o.verdict != "divergence":
+                    continue
+                for sig in (o.signature, *o.symptoms):
+                    cls = kv_class(case, sig, o.vllm, o.device)
+                    if cls is not None:
+                        classes.setdefault(cls, path)
+    return classes
 
 
 def with_observation(case: Case, obs: Observation) -> Case:

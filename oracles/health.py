@@ -7,7 +7,7 @@ from hybridfuzz import sleepwake
 from hybridfuzz.case import Case
 from hybridfuzz.engines.base import shortage
 from hybridfuzz.trace import Trace
-from hybridfuzz.oracles.verdict import Verdict
+from hybridfuzz.oracles.verdict import FAMILY_MARK, Verdict
 
 
 def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | None:
@@ -29,7 +29,7 @@ def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | No
 def _nonfinite_where(case: Case | None) -> str:
     """A NaN names no code: the family and the KV dtype stand in (NaN bugs are a kernel's, often one dtype's),
     so a known NaN (int8 KV on qwen3_next) does not mask another (a float16 padding fault)."""
-    return "generate" if case is None else f"generate@{case.model.architecture}/{case.engine.kv_cache_dtype}"
+    return "generate" if case is None else f"generate{FAMILY_MARK}{case.model.architecture}/{case.engine.kv_cache_dtype}"
 
 
 CASE_LABEL = "case"  # how a health verdict of the case's own run begins; the reference's says "reference"

@@ -12,6 +12,11 @@ Status = Literal["pass", "divergence", "unsupported"]
 EXIT_CODES = {"pass": 0, "divergence": 1, "invalid": 2, "unsupported": 3}
 
 
+# Joins a wrong output's position (or step) to the family that stands in for its code location: a ``where`` holding
+# it names a family, not code (``names_family``).
+FAMILY_MARK = "@"
+
+
 def output_where(position: int, family: str) -> str:
     """``where`` of a wrong-output verdict: the first differing token's class and the model family.
 
@@ -19,7 +24,13 @@ def output_where(position: int, family: str) -> str:
     the same symptom on another family runs other kernels (GDN, Mamba1/2, short conv) and is
     another bug. Without it a known bug masks every later one with its symptom (a qwen3_next state
     bug was skipped as the known lfm2 batch-order bug, both ``first-request-differs`` at token 0)."""
-    return f"{'token0' if position == 0 else 'token1+'}@{family}"
+    return f"{'token0' if position == 0 else 'token1+'}{FAMILY_MARK}{family}"
+
+
+def names_family(where: str) -> bool:
+    """Whether a verdict's ``where`` names the model family (a wrong output: NaN, beyond noise, a self-consistency
+    difference) rather than code (an error, crash or hang): only then does one bug get a signature per family."""
+    return FAMILY_MARK in where
 
 
 @dataclass

@@ -19,6 +19,7 @@ Shrinking, two ways:
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import sys
@@ -41,7 +42,8 @@ from hybridfuzz.engines.base import cpu_seconds, device_gone, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
-from hybridfuzz.findings import case_size, filename, known_signatures, observation, replayed, write_finding
+from hybridfuzz.findings import (KvClass, case_size, filename, known_kv_classes, known_signatures, kv_class, observation,
+                                 replayed, write_finding)
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
 
@@ -136,6 +138,9 @@ class Stats:
     # later run reads them as known and never shrinks them, so the report names them (README command (a) on an
     # AVX-512 CPU, 2026-12-04: 4 findings reported, 23 more files written unmentioned)
     met_while_shrinking: dict[str, FoundRecord] = field(default_factory=dict)
+    # new signatures of a KV-dtype class filed before (findings.KvClass), which passed with the auto KV cache: written
+    # as found, not shrunk (FuzzLoop._of_known_class)
+    known_class: list[FoundRecord] = field(default_factory=list)
     first_finding_s: float | None = None
     shrink_s: float = 0.0
     unreplayed: int = 0
@@ -201,6 +206,8 @@ class FuzzLoop:
         self.progress = progress or (lambda stats, phase: None)
         os.makedirs(config.out_dir, exist_ok=True)
         self.known = config.known_fn() if config.known_fn else known_signatures(config.findings_dir, *config.known_dirs, on=device_kind(platform.device))
+        self.kv_classes: dict[KvClass, str] = known_kv_classes(config.findings_dir, *config.known_dirs)  # -> a file showing it
+        self._outside_classes: set[str] = set()  # new signatures whose control with the auto KV cache diverged too
         self._events = open(os.path.join(config.out_dir, "events.jsonl"), "a")
         self._deadline = self.stats.started + config.budget_s
         self._batches_drawn = 0  # batches of sessions drawn ahead so far (_run_drawn_ahead)
@@ -237,14 +244,48 @@ class FuzzLoop:
                                         reference_margin=ref_margin).to_json() + "\n")
         self._events.flush()
 
-    def _write(self, case: Case, result, why: str = "") -> str:
+    def _write(self, case: Case, result, why: str = "", state: FindingState = FindingState.OPEN) -> str:
         """Write (or overwrite) the finding of this result's signature; it is open until replayed. ``why``: a note.
         Returns its path."""
         recorded = self._record(case, result, why)
         path = write_finding(self.cfg.findings_dir, recorded)
+        obs = recorded.observed[-1]
+        if state is FindingState.OPEN and (cls := kv_class(case, obs.signature, obs.vllm, obs.device)) is not None:
+            self.kv_classes.setdefault(cls, path)  # the first of its class in this run: later ones are of a known class
         if self.cfg.on_state:
-            self.cfg.on_state(result.verdict.signature, FindingState.OPEN, path, recorded)
+            self.cfg.on_state(result.verdict.signature, state, path, recorded)
         return path
+
+    def _of_known_class(self, case: Case, result: Result) -> bool:
+        """A new signature of a KV-dtype class filed before (findings.KvClass): written as found and named in the
+        summary, not shrunk. Only a wrong output, whose signature names the family, and only when a control, the
+        case with the auto KV cache on a fresh engine, passes: otherwise more than the KV dtype is at work, and it
+        is a finding like any other."""
+        from hybridfuzz.oracles.verdict import names_family
+
+        v = result.verdict
+        cls = kv_class(case, v.signature, observation(result).vllm, self.platform.device)
+        if (cls is None or cls not in self.kv_classes or not names_family(v.where) or v.signature == self._target
+                or v.signature in self._outside_classes):
+            return False
+        auto = case.replace(engine=dataclasses.replace(case.engine, kv_cache_dtype="auto"))
+        # a reference finding whose reference differs from the case in its KV dtype alone: the KV dtype is the cause by
+        # construction, and the control would compare two runs of one configuration
+        if not (v.oracle == "reference" and auto.reference_case().engine == auto.engine):
+            control = replay(auto, self.host, self.cfg.timeout_s, alone=decided_alone(v.signature, v.summary), startup_retry=False)
+            self._count(auto, control)
+            if control.verdict.status != "pass":
+                self._outside_classes.add(v.signature)
+                return False
+        if self.cfg.claim is not None and not self.cfg.claim(v.signature):
+            return True  # another worker has it
+        self.known.add(v.signature)
+        like = self.kv_classes[cls]
+        path = self._write(case, result, state=FindingState.KNOWN_CLASS,
+                           why=f"of a known class ({cls}), as {os.path.basename(like)}: passes with kv_cache_dtype auto; not shrunk")
+        self.stats.known_class.append(FoundRecord(v.signature, path, v.summary, round(time.time() - self.stats.started, 1),
+                                                  list(case_size(case)), 0.0, like=like))
+        return True
 
     def _record(self, case: Case, result, why: str = "") -> Case:
         obs = observation(result)
@@ -297,6 +338,8 @@ class FuzzLoop:
                 if confirmed is None:
                     continue
                 case, result = confirmed
+            if self._of_known_class(case, result):
+                continue
             if self.shrinker is not None:
                 self._found(case, result)
             elif self._is_target(case, result):
@@ -535,6 +578,7 @@ class FuzzLoop:
         strategy = sessions(self.platform, self.cfg.max_layers, self.cfg.max_steps, self.cfg.cases_per_engine, protocol)
         if self.cfg.known_fn:
             self.known |= self.cfg.known_fn()
+        self.kv_classes = {**known_kv_classes(self.cfg.findings_dir, *self.cfg.known_dirs), **self.kv_classes}
 
         if self.shrinker is not None:
             self._run_drawn_ahead(strategy, run_seed)
@@ -638,6 +682,7 @@ class FuzzLoop:
             time_to_first_finding_s=None if s.first_finding_s is None else round(s.first_finding_s, 1),
             shrink_s=round(s.shrink_s, 1), engine=self.platform.device, vllm=vllm_version(), seed=self.cfg.seed,
             not_replayed=s.unreplayed, finding_list=list(s.findings), met_while_shrinking=list(s.met_while_shrinking.values()),
+            known_class=list(s.known_class),
             fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
             interrupted=self.interrupted, host_lost=s.host_lost, **throughput(s, time.time() - s.started, self.cfg.engine_slots),
             cases_per_engine=self.cfg.cases_per_engine, shrink=self.cfg.shrink)

@@ -31,6 +31,7 @@ class FindingState(str, Enum):
     OPEN = "open"  # written; still shrinking, or its worker died (a later worker resumes it)
     REPLAYED = "replayed"  # minimal case replayed on a fresh engine with the same signature: reported
     FLAKY = "flaky"  # did not replay: set aside as <sig>.yaml.flaky
+    KNOWN_CLASS = "known-class"  # of a KV-dtype class filed before (findings.KvClass): written as found, not shrunk
 
     @property
     def done(self) -> bool:
@@ -155,6 +156,7 @@ class FoundRecord:
     found_s: float
     size: list[int]
     shrink_s: float
+    like: str = ""  # a finding of a known class (findings.KvClass): the filed case that shows the class
 
 
 @dataclass
@@ -174,6 +176,7 @@ class RunSummary:
     not_replayed: int = 0
     finding_list: list[FoundRecord] = field(default_factory=list)
     met_while_shrinking: list[FoundRecord] = field(default_factory=list)  # written unshrunk, not replayed (campaign/loop.py Stats)
+    known_class: list[FoundRecord] = field(default_factory=list)  # of KV-dtype classes filed before: written, not shrunk
     fault_injected: str = ""
     interrupted: bool = False
     host_lost: bool = False  # stopped early: its engines saw no device (campaign/loop.py FuzzLoop._watch_host)

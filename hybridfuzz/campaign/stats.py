@@ -176,6 +176,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "findings": sum(1 for f in fl if f["state"] == FindingState.REPLAYED.value),
         "findings_open": sum(1 for f in fl if f["state"] == FindingState.OPEN.value),
         "flaky": sum(1 for f in fl if f["state"] == FindingState.FLAKY.value),
+        "known_class": sum(1 for f in fl if f["state"] == FindingState.KNOWN_CLASS.value),
         "time_to_first_finding_s": min(first_found) if first_found else None,
         "time_to_first_report_s": min(first_reported) if first_reported else None,
         "database": meta.get("database"), "engine": meta.get("engine"), "seed": meta.get("seed"),

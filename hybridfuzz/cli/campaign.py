@@ -124,7 +124,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(s, indent=2))
     say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s over {s['runs']} run(s) "
-        f"({s['cases_per_min']}/min, {_rate(s['cases_per_min_after_first'])} after the first case); {s['findings']} findings reported, {s['findings_open']} still open, {s['flaky']} flaky; "
+        f"({s['cases_per_min']}/min, {_rate(s['cases_per_min_after_first'])} after the first case); {s['findings']} findings reported, {s['findings_open']} still open, {s['flaky']} flaky, "
+        f"{s['known_class']} of known KV-dtype classes; "
         f"first finding at {_seconds(s['time_to_first_finding_s'])}, first report at {_seconds(s['time_to_first_report_s'])}; "
         f"worker restarts {s['restarts']}")
     say(f"throughput: {s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy "

@@ -57,7 +57,7 @@ def run(args) -> int:
         print(json.dumps(s, indent=2))
         return 0
     print(f"{s['dir']}: {s['cases']} cases in {s['spent_s']}s ({s['cases_per_min']}/min), {s['findings']} reported, "
-          f"{s['findings_open']} open, {s['flaky']} flaky, restarts {s['restarts']}")
+          f"{s['findings_open']} open, {s['flaky']} flaky, {s.get('known_class', 0)} of known KV-dtype classes, restarts {s['restarts']}")
     for i, w in s["per_worker"].items():
         print(f"  worker {i}: {w['cases']} cases ({w['shrink_cases']} shrinking), {w['starts']} start(s), last phase {w['last_phase']}")
     for f in s["finding_list"]:

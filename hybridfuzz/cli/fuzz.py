@@ -47,7 +47,7 @@ def _one_gpu_campaign(args, out: str, known: tuple[str, ...], say) -> int:
     say(f"{'interrupted' if s['interrupted'] else 'done'}: {s['cases']} cases in {s['spent_s']}s ({s['cases_per_min']}/min, "
         f"{'n/a' if s['cases_per_min_after_first'] is None else s['cases_per_min_after_first']}/min after the first case, "
         f"{s['steps_per_min']} steps/min, {s['engine_starts_per_min']} engine starts/min, engines busy {s['engine_busy_fraction']}); "
-        f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky; refused by reason: {s['refusals'] or 'none'}, "
+        f"{s['findings']} findings reported, {s['findings_open']} open, {s['flaky']} flaky, {s.get('known_class', 0)} of known KV-dtype classes; refused by reason: {s['refusals'] or 'none'}, "
         f"{s['refusals_predicted']} more foreseen refused; {s['known_avoided']} cases left out (a known bug foreseen)")
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
@@ -116,9 +116,10 @@ def run(args) -> int:
         f"starts/min, engines busy {summary.engine_busy_fraction}, warm engines given up by why: {summary.engine_ends or 'none'}; "
         f"cases passed as noise by control: {summary.noise_set_aside or 'none'}; refused by reason: {summary.refusals or 'none'}, "
         f"{summary.refusals_predicted} more foreseen refused; {summary.known_avoided} cases left out (a known bug foreseen)")
-    met = summary.met_while_shrinking
+    met, known = summary.met_while_shrinking, summary.known_class
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
-        f"{summary.findings} new findings{f' (and {len(met)} open: met while shrinking)' if met else ''}; "
+        f"{summary.findings} new findings{f' (and {len(met)} open: met while shrinking)' if met else ''}"
+        f"{f', {len(known)} more of known KV-dtype classes' if known else ''}; "
         f"time to first finding {_seconds(summary.time_to_first_finding_s)}; shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")
     for f in summary.finding_list:
         say(f"  {f.signature}: {f.path}\n    {f.summary}")
@@ -127,6 +128,11 @@ def run(args) -> int:
         for f in met:
             say(f"  [open] {f.signature}: {f.path}\n    {f.summary}")
         say(f"shrink and replay them: hybridfuzz shrink {' '.join(f.path for f in met)}")
+    if known:  # a KV-dtype class filed before, and the case passed with the auto KV cache (campaign/loop.py _of_known_class)
+        say(f"{len(known)} more new signatures of KV-dtype classes filed before (each passed with kv_cache_dtype auto), "
+            "written as found, not shrunk:")
+        for f in known:
+            say(f"  [known-class] {f.signature}: {f.path}\n    like {f.like}")
     if lost := host_lost_line(int(summary.host_lost), 1):
         say(lost)
     say(f"summary: {os.path.join(out, 'summary.json')}")

