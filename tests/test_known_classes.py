@@ -67,8 +67,20 @@ def test_filed_classes_come_from_divergences_with_a_quantised_kv_cache(tmp_path)
     assert KvClass("int8_per_token_head", "health", "nonfinite", "0.26.0", "cpu") not in classes  # another release
 
 
-def test_a_finding_of_a_known_class_is_done_for_every_worker():
+def test_a_finding_of_a_known_class_is_done_for_every_worker_and_counted_apart(tmp_path):
+    """A campaign's workers share finding states (campaign/state.py): known-class is done (no worker shrinks it), and
+    the campaign's summary counts it apart from the findings reported."""
+    from hybridfuzz.campaign.state import FindingStore
+    from hybridfuzz.campaign.stats import aggregate
+
     assert FindingState("known-class") is FindingState.KNOWN_CLASS and FindingState.KNOWN_CLASS.done
+    store = FindingStore(str(tmp_path))
+    seen = Observation(vllm="0.32.0", verdict="divergence", summary="case step 0 request 0: non-finite logprob at token 1")
+    store.set("health:nonfinite:1", FindingState.REPLAYED, "a.yaml", _case(INT8, seen))
+    store.set("health:nonfinite:2", FindingState.KNOWN_CLASS, "b.yaml", _case(INT8, seen))
+    assert store.get("health:nonfinite:2") is FindingState.KNOWN_CLASS
+    agg = aggregate(str(tmp_path), {"spent_s": 60.0}, store)
+    assert (agg["findings"], agg["known_class"], agg["findings_open"]) == (1, 1, 0)
 
 
 def test_the_loop_runs_no_control_for_what_cannot_be_of_a_known_class(tmp_path):
