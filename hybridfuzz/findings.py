@@ -68,8 +68,9 @@ class KvClass:
     """A bug class that a quantised KV cache dtype causes: its symptom, on one vLLM release and one kind of device.
 
     A signature names the family (oracles/verdict.py ``output_where``), so one KV-dtype bug seen on five families is
-    five signatures: README command (a) on an AMX CPU (2026-12-04) wrote 27 findings, 23 of them classes the corpus
-    already filed on another family, each shrunk or left to shrink (results/cpu-2026-12-04-s26/). A finding belongs
+    five signatures: README command (a) on an AMX CPU (2026-12-04) wrote 27 findings, 23 of them quantised-KV bugs of
+    kinds the corpus already filed on another family, each shrunk or left to shrink (results/cpu-2026-12-04-s26/);
+    with classes the same command left 9 to shrink and filed 13 as known (results/cpu-2026-12-05-s27/). A finding belongs
     to a known class only when its case passes with the KV dtype set back to auto (the loop's control run,
     campaign/loop.py ``FuzzLoop._of_known_class``), so the KV path shared by every family is the cause. The release
     is part of the class: a class filed on 0.33.0 says nothing of 0.26.0."""
