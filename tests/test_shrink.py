@@ -376,6 +376,23 @@ def test_passing_case_has_nothing_to_shrink(tmp_path):
 
 
 @pytest.mark.engine
+def test_warm_shrinks_on_the_fork_server_fuzz_uses(tmp_path):
+    """`shrink --warm` runs a warm fork server, as `fuzz` does: a finding only a warm server shows (CI's LFM2 fp8_e5m2
+    case of 2026-12-05 dies of the AMX SIGILL on a cold one) can be shrunk. Seen here through that SIGILL itself, on
+    an AMX CPU: cold, the filed case fails; warm, the server's warm-up left the AMX permission and it passes."""
+    with open("/proc/cpuinfo") as f:
+        if "amx_tile" not in f.read():
+            pytest.skip("not an AMX CPU: cold and warm servers run this case alike")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    case = load_case_file(os.path.join(root, "corpus", "found", "amx-attention-sigill-fresh-process-cpu.yaml"))
+    (tmp_path / "amx.yaml").write_text(dump_case(case.replace(observed=[], expect={})))
+    warm = hybridfuzz("shrink", "amx.yaml", "--warm", "--budget", "60s", cwd=tmp_path)
+    assert warm.returncode == 1 and "nothing to shrink" in warm.stderr, warm.stdout + warm.stderr[-3000:]
+    cold = hybridfuzz("shrink", "amx.yaml", "--budget", "60s", cwd=tmp_path)
+    assert cold.returncode == 0 and "SIGILL" in cold.stdout, cold.stdout + cold.stderr[-3000:]
+
+
+@pytest.mark.engine
 def test_several_cases_shrink_at_once_each_in_its_own_process(tmp_path):
     """`shrink A B --json`: both at once (the H200 ran eight so, 2026-12-04); stdout is the list of their JSON, each
     process's lines come prefixed with its file's name, and the exit code is the worst of theirs."""

@@ -22,6 +22,9 @@ def add_arguments(p) -> None:
     p.add_argument("--signature", help="the failure to keep (default: the one this run of CASE shows)")
     options.add_budget(p, "30m")
     p.add_argument("--workers", type=options.positive_int, default=2, help="engines at once (variants run in parallel)")
+    p.add_argument("--warm", action="store_true",
+                   help="on a warm fork server, as `fuzz` runs (default: cold, as a fresh process; a finding only a warm "
+                        "server shows, such as one a cold AMX CPU hides behind its SIGILL, needs this)")
     options.add_timeout(p)
     options.add_json(p)
 
@@ -66,7 +69,7 @@ def _several(args) -> int:
     for path in args.case:  # bad input is one line before any engine starts
         _engine_case(path, output_path(path, args.in_place))
     flags = ["--budget", f"{args.budget}s", "--workers", str(args.workers), "--timeout", str(args.timeout)]
-    flags += ["--in-place"] * args.in_place + ["--json"] * args.json + (["--signature", args.signature] if args.signature else [])
+    flags += ["--in-place"] * args.in_place + ["--json"] * args.json + ["--warm"] * args.warm + (["--signature", args.signature] if args.signature else [])
     lock = threading.Lock()
 
     def relay(stream, name: str, to, keep: list | None) -> None:
@@ -122,7 +125,7 @@ def _one(args) -> int:
         written[0] = True
 
     try:
-        with make_host("forkserver", workers=args.workers, timeout=args.timeout, warm=False) as host:
+        with make_host("forkserver", workers=args.workers, timeout=args.timeout, warm=args.warm) as host:
             # replay: a start-up timeout gets twice the time before it is the target (on a loaded H200 every shrink
             # of 2026-12-04 took its case's start-up timeout for the finding and shrank toward it)
             first = replay(case, host, args.timeout)
