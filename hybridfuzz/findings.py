@@ -45,22 +45,28 @@ def replayed(case: Case, again, signature: str) -> tuple[Case, bool]:
     return case.replace(note=case.note + replay_note(replays)), replays
 
 
+def _observed_signatures(*dirs: str):
+    """(path, case, observation, signature) for every signature observed in a case file under dirs: each
+    observation's own and its other symptoms (the same case's other symptoms: one finding). Files that do not load
+    are passed over."""
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "**", "*.yaml"), recursive=True)):
+            try:
+                case = load_case_file(path)
+            except CaseError:
+                continue
+            for o in case.observed:
+                for sig in (o.signature, *o.symptoms):
+                    if sig:
+                        yield path, case, o, sig
+
+
 def known_signatures(*dirs: str, on: DeviceKind | None = None) -> set[str]:
     """Signatures recorded in the observed entries of every case under dirs; with ``on``, only those seen on that
     kind of device. A signature names the oracle, the symptom and where it failed, not the bug: a CPU finding's
     can equal a GPU one's (Zamba2's fp8 reference flip on AVX-512, 9c47a48c, hid 37 GPU divergences of another
     kind in the 0.33.0 campaign of 2026-12-04), so a campaign knows only what was filed for its own kind."""
-    sigs: set[str] = set()
-    for d in dirs:
-        for path in glob.glob(os.path.join(d, "**", "*.yaml"), recursive=True):
-            try:
-                case = load_case_file(path)
-            except CaseError:
-                continue
-            seen = [o for o in case.observed if on is None or device_kind(o.device) == on]
-            sigs |= {o.signature for o in seen if o.signature}
-            sigs |= {s for o in seen for s in o.symptoms}  # the same case's other symptoms: one finding
-    return sigs
+    return {sig for _, _, o, sig in _observed_signatures(*dirs) if on is None or device_kind(o.device) == on}
 
 
 @dataclass(frozen=True)
@@ -99,19 +105,9 @@ def known_kv_classes(*dirs: str) -> dict[KvClass, str]:
     """The KV-dtype classes filed under dirs, each with the path of one case file that shows it: every divergence
     observed (its signature and its other symptoms) of a case with a quantised KV cache."""
     classes: dict[KvClass, str] = {}
-    for d in dirs:
-        for path in sorted(glob.glob(os.path.join(d, "**", "*.yaml"), recursive=True)):
-            try:
-                case = load_case_file(path)
-            except CaseError:
-                continue
-            for o in case.observed:
-                if o.verdict != "divergence":
-                    continue
-                for sig in (o.signature, *o.symptoms):
-                    cls = kv_class(case, sig, o.vllm, o.device)
-                    if cls is not None:
-                        classes.setdefault(cls, path)
+    for path, case, o, sig in _observed_signatures(*dirs):
+        if o.verdict == "divergence" and (cls := kv_class(case, sig, o.vllm, o.device)) is not None:
+            classes.setdefault(cls, path)
     return classes
 
 

@@ -263,8 +263,8 @@ class FuzzLoop:
         is a finding like any other."""
         from hybridfuzz.oracles.verdict import names_family
 
-        v = result.verdict
-        cls = kv_class(case, v.signature, observation(result).vllm, self.platform.device)
+        v, obs = result.verdict, observation(result)
+        cls = kv_class(case, v.signature, obs.vllm, obs.device)  # as _write learns it
         like = self.kv_classes.get(cls) if cls is not None else None
         if (like is None or not names_family(v.where) or v.signature == self._target or v.signature in self._outside_classes
                 or os.path.basename(like) == filename(v.signature)):  # the class was learnt from this signature's own file
@@ -576,9 +576,9 @@ class FuzzLoop:
         # the steps this host can take (a server host: requests in flight, sleep mode "wait")
         protocol = getattr(self.host, "protocol", sleepwake.OFFLINE)
         strategy = sessions(self.platform, self.cfg.max_layers, self.cfg.max_steps, self.cfg.cases_per_engine, protocol)
-        if self.cfg.known_fn:
+        if self.cfg.known_fn:  # a campaign: other workers write findings too
             self.known |= self.cfg.known_fn()
-        self.kv_classes = {**known_kv_classes(self.cfg.findings_dir, *self.cfg.known_dirs), **self.kv_classes}
+            self.kv_classes = {**known_kv_classes(self.cfg.findings_dir, *self.cfg.known_dirs), **self.kv_classes}
 
         if self.shrinker is not None:
             self._run_drawn_ahead(strategy, run_seed)
