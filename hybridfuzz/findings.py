@@ -2,6 +2,7 @@
 whenever shrinking makes it smaller, so a killed run never loses what it found."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import glob
 import os
@@ -109,6 +110,31 @@ def known_kv_classes(*dirs: str) -> dict[KvClass, str]:
         if o.verdict == "divergence" and (cls := kv_class(case, sig, o.vllm, o.device)) is not None:
             classes.setdefault(cls, path)
     return classes
+
+
+def filed_class(case: Case, verdict, vllm: str, device: str, classes: dict[KvClass, str]) -> str | None:
+    """The case file of the KV-dtype class filed in ``classes`` that this divergence would belong to, before its
+    control runs (``auto_kv_control``); None if none. Only a wrong output, whose signature names the family
+    (oracles/verdict.py ``names_family``), and never the class's own file: the class was learnt from this signature.
+    The one rule of both ``hybridfuzz fuzz`` (campaign/loop.py ``FuzzLoop._of_known_class``) and ``pytest fuzz/``."""
+    from hybridfuzz.oracles.verdict import names_family
+
+    cls = kv_class(case, verdict.signature, vllm, device)
+    like = classes.get(cls) if cls is not None else None
+    if like is None or not names_family(verdict.where) or os.path.basename(like) == filename(verdict.signature):
+        return None
+    return like
+
+
+def auto_kv_control(case: Case, verdict) -> Case | None:
+    """The control that puts a divergence in its KV-dtype class: the case with the auto KV cache, which must pass on a
+    fresh engine. None where no control is needed: a reference finding whose reference differs from the case in its
+    KV dtype alone has the KV dtype as its cause by construction, and the control would compare two runs of one
+    configuration."""
+    auto = case.replace(engine=dataclasses.replace(case.engine, kv_cache_dtype="auto"))
+    if verdict.oracle == "reference" and auto.reference_case().engine == auto.engine:
+        return None
+    return auto
 
 
 def with_observation(case: Case, obs: Observation) -> Case:

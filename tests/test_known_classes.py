@@ -11,8 +11,8 @@ import os
 import pytest
 
 from hybridfuzz.campaign.records import FindingState
-from hybridfuzz.case import Case, EngineConfig, Generate, Observation, dump_case
-from hybridfuzz.findings import KvClass, known_kv_classes, kv_class
+from hybridfuzz.case import Case, EngineConfig, Generate, Observation, OracleSpec, dump_case
+from hybridfuzz.findings import KvClass, auto_kv_control, filed_class, known_kv_classes, kv_class
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.health import _nonfinite_where
 from hybridfuzz.oracles.verdict import names_family, output_where
@@ -65,6 +65,37 @@ def test_filed_classes_come_from_divergences_with_a_quantised_kv_cache(tmp_path)
     assert set(classes) == want
     assert {os.path.basename(p) for p in classes.values()} == {"int8.yaml"}
     assert KvClass("int8_per_token_head", "health", "nonfinite", "0.26.0", "cpu") not in classes  # another release
+
+
+def test_the_control_is_the_case_with_the_auto_kv_cache_unless_the_reference_already_is_it():
+    """One rule for ``hybridfuzz fuzz`` and ``pytest fuzz/`` (fuzz/test_engine_fuzz.py): a reference finding whose
+    reference differs from the case in its KV dtype alone needs no control; any other wrong output gets one."""
+    from hybridfuzz.oracles.verdict import Verdict
+
+    ref = Verdict("divergence", "reference", "x", symptom="beyond-noise", where=output_where(0, "zamba2"))
+    own = Verdict("divergence", "self_consistency", "x", symptom="repeat-differs", where=output_where(0, "zamba2"))
+    assert auto_kv_control(_case(), ref) is None
+    control = auto_kv_control(_case(), own)
+    assert control.engine == EngineConfig() and control.steps == _case().steps
+    other_ref = _case().replace(oracle=OracleSpec(reference={"kv_cache_dtype": "auto", "max_num_seqs": 1}))
+    assert auto_kv_control(other_ref, ref).engine.kv_cache_dtype == "auto"  # the reference differs in more than KV
+
+
+def test_a_divergence_is_of_a_filed_class_only_by_its_wrong_output_and_never_by_its_own_file(tmp_path):
+    from hybridfuzz.findings import filename
+    from hybridfuzz.oracles.verdict import Verdict
+
+    nan = Verdict("divergence", "health", "case step 0 request 0: non-finite logprob at token 1", symptom="nonfinite",
+                  where=_nonfinite_where(_case()))
+    crash = Verdict("divergence", "health", "error", symptom="error:RuntimeError", where="generate:vllm/x.py:1 in f")
+    classes = {kv_class(_case(), v.signature, "0.32.0", "cpu"): "corpus/found/int8.yaml" for v in (nan, crash)}
+    assert filed_class(_case(), nan, "0.32.0", "cpu", classes) == "corpus/found/int8.yaml"
+    assert filed_class(_case(), nan, "0.26.0", "cpu", classes) is None  # another release
+    assert filed_class(_case(), nan, "0.32.0", "NVIDIA H200", classes) is None  # another kind of device
+    assert filed_class(_case(), crash, "0.32.0", "cpu", classes) is None  # an error names its code
+    assert filed_class(_case(EngineConfig()), nan, "0.32.0", "cpu", classes) is None
+    own = {kv_class(_case(), nan.signature, "0.32.0", "cpu"): str(tmp_path / filename(nan.signature))}
+    assert filed_class(_case(), nan, "0.32.0", "cpu", own) is None
 
 
 def test_a_finding_of_a_known_class_is_done_for_every_worker_and_counted_apart(tmp_path):

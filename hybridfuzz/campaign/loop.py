@@ -19,7 +19,6 @@ Shrinking, two ways:
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 import sys
@@ -42,7 +41,7 @@ from hybridfuzz.engines.base import cpu_seconds, device_gone, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
-from hybridfuzz.findings import (KvClass, case_size, filename, known_kv_classes, known_signatures, kv_class, observation,
+from hybridfuzz.findings import (KvClass, auto_kv_control, case_size, filed_class, filename, known_kv_classes, known_signatures, kv_class, observation,
                                  replayed, write_finding)
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
@@ -261,28 +260,21 @@ class FuzzLoop:
         summary, not shrunk. Only a wrong output, whose signature names the family, and only when a control, the
         case with the auto KV cache on a fresh engine, passes: otherwise more than the KV dtype is at work, and it
         is a finding like any other."""
-        from hybridfuzz.oracles.verdict import names_family
-
         v, obs = result.verdict, observation(result)
-        cls = kv_class(case, v.signature, obs.vllm, obs.device)  # as _write learns it
-        like = self.kv_classes.get(cls) if cls is not None else None
-        if (like is None or not names_family(v.where) or v.signature == self._target or v.signature in self._outside_classes
-                or os.path.basename(like) == filename(v.signature)):  # the class was learnt from this signature's own file
+        like = filed_class(case, v, obs.vllm, obs.device, self.kv_classes)
+        if like is None or v.signature == self._target or v.signature in self._outside_classes:
             return False
-        auto = case.replace(engine=dataclasses.replace(case.engine, kv_cache_dtype="auto"))
-        # a reference finding whose reference differs from the case in its KV dtype alone: the KV dtype is the cause by
-        # construction, and the control would compare two runs of one configuration
-        if not (v.oracle == "reference" and auto.reference_case().engine == auto.engine):
-            control = replay(auto, self.host, self.cfg.timeout_s, alone=decided_alone(v.signature, v.summary), startup_retry=False)
-            self._count(auto, control)
-            if control.verdict.status != "pass":
+        if (control := auto_kv_control(case, v)) is not None:
+            checked = replay(control, self.host, self.cfg.timeout_s, alone=decided_alone(v.signature, v.summary), startup_retry=False)
+            self._count(control, checked)
+            if checked.verdict.status != "pass":
                 self._outside_classes.add(v.signature)
                 return False
         if self.cfg.claim is not None and not self.cfg.claim(v.signature):
             return True  # another worker has it
         self.known.add(v.signature)
         path = self._write(case, result, state=FindingState.KNOWN_CLASS,
-                           why=f"of a known class ({cls}), as {os.path.basename(like)}: passes with kv_cache_dtype auto; not shrunk")
+                           why=f"of a known class ({kv_class(case, v.signature, obs.vllm, obs.device)}), as {os.path.basename(like)}: passes with kv_cache_dtype auto; not shrunk")
         self.stats.known_class.append(FoundRecord(v.signature, path, v.summary, round(time.time() - self.stats.started, 1),
                                                   list(case_size(case)), 0.0, like=like))
         return True
