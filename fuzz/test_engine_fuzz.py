@@ -6,7 +6,7 @@ Bugs already recorded in corpus/ are known and do not fail the target, as in
 ``hybridfuzz fuzz``: CI stays red only for something new. Known means the same
 signature, or a new family showing a KV-dtype class filed there (findings.KvClass)
 whose case passes with the auto KV cache on a fresh engine: the loop's own rule
-(findings.filed_class and auto_kv_control). CI met this on 2026-12-05, LFM2 with
+(findings.of_filed_class). CI met this on 2026-12-05, LFM2 with
 fp8_e5m2 after the class was filed on other families.
 
 The KV dtypes are those the platform's attention backends declare; the CPU engine
@@ -21,7 +21,7 @@ from hypothesis import event, given
 
 from hybridfuzz.case import device_kind, dump_case
 from hybridfuzz.executor import evaluate, replay
-from hybridfuzz.findings import auto_kv_control, filed_class, known_kv_classes, known_signatures, observation
+from hybridfuzz.findings import known_kv_classes, known_signatures, observation, of_filed_class
 from hybridfuzz.strategies import cases, detect_platform
 from hybridfuzz.strategies.platform import declared_kv_dtypes
 
@@ -35,12 +35,9 @@ KV_CLASSES = known_kv_classes(CORPUS)
 
 def known_class(case, result, host) -> str | None:
     """The filed case whose KV-dtype class this divergence belongs to, its control passing; None otherwise."""
-    v, obs = result.verdict, observation(result)
-    like = filed_class(case, v, obs.vllm, obs.device, KV_CLASSES)
-    if like is not None and (control := auto_kv_control(case, v)) is not None:
-        if replay(control, host).verdict.status != "pass":
-            return None
-    return like
+    obs = observation(result)
+    return of_filed_class(case, result.verdict, obs.vllm, obs.device, KV_CLASSES,
+                          lambda control: replay(control, host).verdict.status == "pass")
 
 
 @pytest.mark.engine

@@ -8,6 +8,7 @@ import glob
 import os
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from hybridfuzz.case import Case, CaseError, DeviceKind, Generate, Observation, device_kind, dump_case, load_case_file
 from hybridfuzz.store import write_atomic
@@ -115,8 +116,7 @@ def known_kv_classes(*dirs: str) -> dict[KvClass, str]:
 def filed_class(case: Case, verdict, vllm: str, device: str, classes: dict[KvClass, str]) -> str | None:
     """The case file of the KV-dtype class filed in ``classes`` that this divergence would belong to, before its
     control runs (``auto_kv_control``); None if none. Only a wrong output, whose signature names the family
-    (oracles/verdict.py ``names_family``), and never the class's own file: the class was learnt from this signature.
-    The one rule of both ``hybridfuzz fuzz`` (campaign/loop.py ``FuzzLoop._of_known_class``) and ``pytest fuzz/``."""
+    (oracles/verdict.py ``names_family``), and never the class's own file: the class was learnt from this signature."""
     from hybridfuzz.oracles.verdict import names_family
 
     cls = kv_class(case, verdict.signature, vllm, device)
@@ -135,6 +135,18 @@ def auto_kv_control(case: Case, verdict) -> Case | None:
     if verdict.oracle == "reference" and auto.reference_case().engine == auto.engine:
         return None
     return auto
+
+
+def of_filed_class(case: Case, verdict, vllm: str, device: str, classes: dict[KvClass, str],
+                   passes: Callable[[Case], bool]) -> str | None:
+    """The case file of the filed KV-dtype class this divergence belongs to, with its control (``auto_kv_control``),
+    where one is needed, passing by ``passes`` (a run on a fresh engine); None otherwise. The one rule of both
+    ``hybridfuzz fuzz`` (campaign/loop.py ``FuzzLoop._of_known_class``) and ``pytest fuzz/``."""
+    like = filed_class(case, verdict, vllm, device, classes)
+    if like is None:
+        return None
+    control = auto_kv_control(case, verdict)
+    return like if control is None or passes(control) else None
 
 
 def with_observation(case: Case, obs: Observation) -> Case:

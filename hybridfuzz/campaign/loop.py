@@ -41,8 +41,8 @@ from hybridfuzz.engines.base import cpu_seconds, device_gone, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
-from hybridfuzz.findings import (KvClass, auto_kv_control, case_size, filed_class, filename, known_kv_classes, known_signatures, kv_class, observation,
-                                 replayed, write_finding)
+from hybridfuzz.findings import (KvClass, case_size, filename, known_kv_classes, known_signatures, kv_class, observation,
+                                 of_filed_class, replayed, write_finding)
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
 
@@ -261,15 +261,19 @@ class FuzzLoop:
         case with the auto KV cache on a fresh engine, passes: otherwise more than the KV dtype is at work, and it
         is a finding like any other."""
         v, obs = result.verdict, observation(result)
-        like = filed_class(case, v, obs.vllm, obs.device, self.kv_classes)
-        if like is None or v.signature == self._target or v.signature in self._outside_classes:
+        if v.signature == self._target or v.signature in self._outside_classes:
             return False
-        if (control := auto_kv_control(case, v)) is not None:
+
+        def passes(control: Case) -> bool:
             checked = replay(control, self.host, self.cfg.timeout_s, alone=decided_alone(v.signature, v.summary), startup_retry=False)
             self._count(control, checked)
             if checked.verdict.status != "pass":
                 self._outside_classes.add(v.signature)
-                return False
+            return checked.verdict.status == "pass"
+
+        like = of_filed_class(case, v, obs.vllm, obs.device, self.kv_classes, passes)
+        if like is None:
+            return False
         if self.cfg.claim is not None and not self.cfg.claim(v.signature):
             return True  # another worker has it
         self.known.add(v.signature)
