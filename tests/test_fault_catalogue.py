@@ -146,27 +146,27 @@ def test_bench_stops_a_trial_at_its_first_credited_case(tmp_path):
     import sys
     import time
 
-    from hybridfuzz.faultbench import _fuzz_until_credited
+    from hybridfuzz.faultbench import fuzz_until_credited
 
     found = tmp_path / "found"
     child = [sys.executable, "-c", f"import os, time; os.makedirs({str(found)!r}); open(os.path.join({str(found)!r}, 'a.yaml'), 'w').close(); "
                                    "time.sleep(60)"]
     t0 = time.time()
     with open(tmp_path / "log", "w") as log:
-        _fuzz_until_credited(child, dict(os.environ), log, str(found), credit=lambda path: path.endswith("a.yaml"), poll_s=0.2)
+        fuzz_until_credited(child, dict(os.environ), log, str(found), credit=lambda path: path.endswith("a.yaml"), poll_s=0.2)
     assert time.time() - t0 < 30
     quick = [sys.executable, "-c", f"import os, time; os.makedirs({str(found)!r}, exist_ok=True); time.sleep(1)"]
     seen: list[str] = []
     t0 = time.time()
     with open(tmp_path / "log", "w") as log:
-        _fuzz_until_credited(quick, dict(os.environ), log, str(found), credit=lambda path: seen.append(path) or False, poll_s=0.2)
+        fuzz_until_credited(quick, dict(os.environ), log, str(found), credit=lambda path: seen.append(path) or False, poll_s=0.2)
     assert seen and time.time() - t0 >= 1
 
 
 def test_a_ctrl_c_sent_to_the_bench_alone_stops_its_trial_too(tmp_path, monkeypatch):
     """A SIGINT that reaches the bench but not its trial (kill -INT to one pid) is passed on: the trial
     writes what it found (here a marker) and exits, instead of running on as an orphan."""
-    from hybridfuzz.faultbench import _fuzz_until_credited
+    from hybridfuzz.faultbench import fuzz_until_credited
 
     marker = tmp_path / "stopped"
     child = [sys.executable, "-c", "import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
@@ -186,7 +186,7 @@ def test_a_ctrl_c_sent_to_the_bench_alone_stops_its_trial_too(tmp_path, monkeypa
     (tmp_path / "found" / "a.yaml").write_text("")
     monkeypatch.setattr(subprocess, "Popen", popen)
     with open(tmp_path / "log", "w") as log, pytest.raises(KeyboardInterrupt):
-        _fuzz_until_credited(child, dict(os.environ), log, str(tmp_path / "found"), credit=interrupted, poll_s=1.0)
+        fuzz_until_credited(child, dict(os.environ), log, str(tmp_path / "found"), credit=interrupted, poll_s=1.0)
     assert started[0].poll() == 130 and marker.exists()
 
 

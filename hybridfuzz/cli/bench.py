@@ -1,12 +1,14 @@
 """``hybridfuzz bench``: per-case latency, cases/min and peak memory, naive vs fast path;
 or ``--at-once N,M``: that many fresh engines started at the same moment;
-or ``--faults``: detection power per injected fault (``bench_faults.py``)."""
+or ``--faults``: detection power per injected fault (``bench_faults.py``);
+or ``--releases``: detection power on real bugs, older releases judged by a newer one (``bench_releases.py``)."""
 from __future__ import annotations
 
 import argparse
 import json
 
 from hybridfuzz.cli import options
+from hybridfuzz.cli.errors import UsageError
 
 NAME = "bench"
 HELP = "naive path vs fast path: per-case latency, cases/min, peak memory (or --at-once: engines started together)"
@@ -34,6 +36,9 @@ def add_arguments(p) -> None:
     from hybridfuzz.cli import bench_faults
 
     bench_faults.add_arguments(p)
+    from hybridfuzz.cli import bench_releases
+
+    bench_releases.add_arguments(p)
     options.add_json(p)
 
 
@@ -45,6 +50,12 @@ def run(args) -> int:
 
     if args.at_once:
         return _at_once(args)
+    if args.faults and args.releases:
+        raise UsageError("--faults and --releases are two benches: give one")
+    if args.releases:
+        from hybridfuzz.cli import bench_releases
+
+        return bench_releases.run(args)
     if args.faults:
         from hybridfuzz.cli import bench_faults
 

@@ -14,6 +14,9 @@ from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import UsageError
 
 
+FAULT_FUZZ_ARGS = "--max-layers 4 --max-steps 4"
+
+
 def _duration(text: str) -> float:
     return options._duration(text)
 
@@ -27,9 +30,11 @@ def add_arguments(p) -> None:
                    "then shrink it with `hybridfuzz shrink`)")
     p.add_argument("--shrink-budget", type=_duration, default=120.0, help="time to shrink each fault's first finding (default 2m)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--table", help="table to merge rows into (default results/faults-cpu-<date>-vllm-<version>.json)")
-    p.add_argument("--runs", default="runs/faultbench", help="directory for the fuzz runs")
-    p.add_argument("--fuzz-args", default="--max-layers 4 --max-steps 4", help="extra arguments for each `hybridfuzz fuzz` run, e.g. '--kv-dtypes float16'")
+    p.add_argument("--table", help="table to merge rows into (default results/faults-cpu-<date>-vllm-<version>.json, "
+                   "--releases: results/releases-cpu-<date>-judge-<version>.json)")
+    p.add_argument("--runs", help="directory for the fuzz runs (default runs/faultbench, --releases: runs/releasebench)")
+    p.add_argument("--fuzz-args", help=f"extra arguments for each `hybridfuzz fuzz` run, e.g. '--kv-dtypes float16' "
+                   f"(default {FAULT_FUZZ_ARGS!r}; --releases: none, the default fuzzer)")
 
 
 def run(args) -> int:
@@ -43,6 +48,7 @@ def run(args) -> int:
         faults = faultbench.resolve(args.faults)
     except FaultSpecError as e:
         raise UsageError(f"--faults: {str(e).split(': ', 1)[1]}") from None
+    args.runs = args.runs or "runs/faultbench"
     os.makedirs(args.runs, exist_ok=True)
     table_path = args.table or faultbench.table_path()
     command = "hybridfuzz bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "hybridfuzz bench --faults " + args.faults
@@ -53,7 +59,7 @@ def run(args) -> int:
         else:
             budget = args.budget_per_fault
         print(f"hybridfuzz bench --faults: {fault}, {budget:.0f} s", file=sys.stderr, flush=True)
-        row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(args.fuzz_args), args.timeout, args.full_budget,
+        row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(FAULT_FUZZ_ARGS if args.fuzz_args is None else args.fuzz_args), args.timeout, args.full_budget,
                                    args.shrink_budget)
         print(f"  {fault}: found={row.found} t={row.time_to_find_s} oracle={row.oracle} size={row.shrunk_size} other={row.other}", file=sys.stderr, flush=True)
         # each row lands in the table as soon as it is measured: a bench cut short keeps the faults it finished

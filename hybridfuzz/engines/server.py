@@ -52,6 +52,7 @@ from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPref
 from hybridfuzz.engines.base import ENGINE_DEFAULTS, REJECTION_TYPES, classify, frame_where  # noqa: F401  (REJECTION_TYPES re-exported)
 from hybridfuzz.engines.inflight import InFlight
 from hybridfuzz.engines.isolation import SequentialHost, tail
+from hybridfuzz.engines.logs import root_cause
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
 
 MODEL_NAME = "hybridfuzz"
@@ -62,13 +63,6 @@ SERVER_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
-# Wrapper errors that only say "see the root cause above".
-_WRAPPERS = ("Engine core initialization failed", "Engine core proc", "EngineCore failed to start",
-             "EngineCore encountered an issue", "Worker failed with error")
-_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): ?(.*)$")
-_LOG_PREFIX = re.compile(r"^(?:\([\w-]+ pid=\d+\)\s*)?(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d [\d:]+ \[[^\]]*\]\s?)?")
-_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-
 
 # ---------------------------------------------------------------- flags
 
@@ -186,48 +180,6 @@ class Server:
 
 
 # ---------------------------------------------------------------- log reading
-
-def _strip_prefix(line: str) -> tuple[str, str]:
-    """("ERROR", text) from "(EngineCore pid=1) ERROR 11-30 00:08:33 [core.py:1] text"; level "" when unprefixed."""
-    m = _LOG_PREFIX.match(line)
-    if not m:
-        return "", line
-    return m.group(1) or "", line[m.end():]
-
-
-def root_cause(log_text: str) -> ErrorInfo:
-    """The root-cause exception in a server log (the first that is not a wrapper)."""
-    lines = [_strip_prefix(ln) for ln in log_text.splitlines()]
-    found: list[ErrorInfo] = []
-    for i, (level, text) in enumerate(lines):
-        if level not in ("", "ERROR", "CRITICAL"):
-            continue  # a logged warning with an exception in it is not why the server exited
-        m = _EXC_LINE.match(text)
-        if not m:
-            continue
-        full, msg = m.group(1), m.group(2).strip()
-        if full == "StopIteration":
-            continue
-        etype = full.split(".")[-1]
-        following = [t.strip() for _, t in lines[i + 1:i + 4] if t.strip() and not t.strip().startswith(("File ", "Traceback"))]
-        if not msg and following:
-            msg = following[0]
-        elif etype == "ValidationError" and following:
-            msg = f"{msg}: {following[0]}"
-        frames: list[tuple[str, int, str]] = []  # this exception's traceback, innermost last
-        for _, prev in reversed(lines[max(0, i - 40):i]):
-            if prev.strip().startswith("Traceback"):
-                break
-            if fm := _FRAME_LINE.search(prev):
-                frames.insert(0, (fm.group(1), int(fm.group(2)), fm.group(3)))
-        found.append(ErrorInfo(type=etype, message=msg[:2000], where=frame_where(frames)))
-    real = [e for e in found if not any(w in e.message for w in _WRAPPERS)]
-    if real:
-        return real[0]
-    if found:
-        return found[-1]
-    return ErrorInfo("ExitCode", "server exited while starting, with no exception in its log")
-
 
 def _log_settings(log_text: str) -> dict[str, Any]:
     """What the engine core logged about its choices (block size, KV blocks)."""

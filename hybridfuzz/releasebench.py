@@ -1,0 +1,198 @@
+"""Detection power on real bugs: the default fuzzer run against older vLLM releases, judged by a newer one.
+
+Injected faults (faultbench.py) say what the oracles can see; they do not say whether the search reaches the
+bugs vLLM really had. Each older release is a benchmark target whose bugs upstream later fixed: for every
+release, ``run_release`` runs ``hybridfuzz fuzz`` in that release's own environment (venvs.py, the one bisect
+uses) and replays each minimal finding on the judge release (by default the installed one). A finding the
+judge release passes is **fixed later**: upstream's own change is the ground truth that it was a bug of that
+release, not noise (the loop replayed it on a fresh engine before writing it). The rest are still present (a bug
+of both releases, or a false alarm: judge them by hand), changed (the judge diverges another way), refused later
+(the judge refuses the configuration, which is often the fix) or a judge error. No fault, no known corpus: each
+trial starts from nothing, as a user's first campaign against that release would.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hybridfuzz.bisection import Probe, environ_for, replay, same_bug
+from hybridfuzz.venvs import Env
+
+Credit = Literal["fixed-later", "still-present", "changed", "refused-later", "judge-error"]
+CREDITS: tuple[Credit, ...] = ("fixed-later", "still-present", "changed", "refused-later", "judge-error")
+
+
+@dataclass
+class Judged:
+    """One minimal finding of a release, and what the judge release said of it."""
+
+    signature: str
+    path: str
+    found_s: float | None
+    credit: Credit
+    judge_outcome: str = ""
+    judge_signature: str = ""
+    summary: str = ""
+    replayed: bool = True  # False: met while shrinking another finding, written without the loop's fresh-engine replay
+
+
+@dataclass
+class ReleaseRow:
+    release: str
+    judge: str
+    budget_s: float
+    seed: int
+    cases: int = 0
+    cases_per_min: float = 0.0
+    findings: list[Judged] = field(default_factory=list)
+    time_to_first_fixed_s: float | None = None
+    elapsed_s: float = 0.0
+    run_dir: str = ""
+    error: str = ""  # the environment could not be made or the fuzz run left no summary
+
+    def count(self, credit: Credit) -> int:
+        return sum(f.credit == credit for f in self.findings)
+
+
+def credit_of(found: Probe, judged: Probe) -> Credit:
+    """One rule: what the judge release's replay of a finding says about it (bisection.same_bug compares
+    signatures across releases, whose hashes cover line numbers that move)."""
+    if judged.outcome == "pass":
+        return "fixed-later"
+    if judged.outcome == "cannot-run":
+        return "refused-later"
+    if judged.outcome == "error":
+        return "judge-error"
+    return "still-present" if same_bug(found, judged) else "changed"
+
+
+def installed_env() -> Env:
+    """The judge by default: this interpreter's vLLM, no venv to make."""
+    from hybridfuzz.vllm_facts import vllm_version
+
+    return Env(vllm_version(), sys.executable, cached=True)
+
+
+def _python_cmd(env: Env) -> list[str]:
+    return [env.python, "-m", "hybridfuzz.cli"]
+
+
+def run_release(env: Env, judge: Env, budget_s: float, seed: int, out_root: str, fuzz_args: list[str],
+                timeout: float = 300.0, lock: str | None = None) -> ReleaseRow:
+    """One fuzz trial on ``env``'s release, every finding replayed on ``judge``; the row for the table."""
+    from hybridfuzz.faultbench import fuzz_until_credited
+
+    run_dir = os.path.join(out_root, env.version)
+    found_dir, known_none = os.path.join(run_dir, "found"), os.path.join(run_dir, "known-none")
+    os.makedirs(known_none, exist_ok=True)
+    cmd = [*_python_cmd(env), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
+           "--findings", found_dir, "--known", known_none, "--timeout", str(timeout), *fuzz_args]
+    row = ReleaseRow(release=env.version, judge=judge.version, budget_s=budget_s, seed=seed, run_dir=run_dir)
+    environ, _shown = environ_for(env)
+    t0 = time.time()
+    with open(os.path.join(out_root, f"{env.version}.log"), "w") as log:
+        fuzz_until_credited(cmd, environ, log, found_dir, None, cwd=env.cwd or None)
+    try:
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        row.error = f"no summary.json: the fuzz run failed (see {out_root}/{env.version}.log)"
+        row.elapsed_s = round(time.time() - t0, 1)
+        return row
+    row.cases, row.cases_per_min = summary["cases"], summary.get("cases_per_min", 0.0)
+    listed = [(f, True) for f in summary["finding_list"]] + [(f, False) for f in summary.get("met_while_shrinking", [])]
+    for finding, replayed in listed:
+        row.findings.append(judge_finding(finding, replayed, env.version, judge, timeout, lock))
+    fixed = [f.found_s for f in row.findings if f.credit == "fixed-later" and f.found_s is not None]
+    row.time_to_first_fixed_s = min(fixed) if fixed else None
+    row.elapsed_s = round(time.time() - t0, 1)
+    return row
+
+
+def judge_finding(finding: dict, replayed: bool, release: str, judge: Env, timeout: float, lock: str | None) -> Judged:
+    found = Probe(release, "divergence", finding.get("summary", ""), finding["signature"])
+    judged = replay(judge, finding["path"], timeout, lock)
+    return Judged(signature=finding["signature"], path=finding["path"], found_s=finding.get("found_s"),
+                  credit=credit_of(found, judged), judge_outcome=judged.outcome, judge_signature=judged.signature,
+                  summary=finding.get("summary", "")[:300], replayed=replayed)
+
+
+# ---------------------------------------------------------------- the table (one row per release and seed)
+
+def summarize(rows: list[ReleaseRow]) -> dict:
+    tried = [r for r in rows if not r.error]
+    times = [r.time_to_first_fixed_s for r in tried if r.time_to_first_fixed_s is not None]
+    fixed_sigs = {(r.release, f.signature) for r in tried for f in r.findings if f.credit == "fixed-later"}
+    return {"releases": len(tried), "releases_with_a_fixed_bug_found": len(times),
+            "fixed_later_findings": len(fixed_sigs),
+            "median_time_to_first_fixed_s": round(statistics.median(times), 1) if times else None,
+            **{credit.replace("-", "_"): sum(r.count(credit) for r in tried) for credit in CREDITS if credit != "fixed-later"},
+            "failed_trials": len(rows) - len(tried)}
+
+
+def table_path(judge: str, results_dir: str = "results") -> str:
+    return os.path.join(results_dir, f"releases-cpu-{datetime.date.today().isoformat()}-judge-{judge}.json")
+
+
+def _row(d: dict) -> ReleaseRow:
+    return ReleaseRow(**{**d, "findings": [Judged(**f) for f in d.get("findings", [])]})
+
+
+def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
+    """Rows replace those of the same release and seed in the table at ``path``; written atomically (+ .md), so
+    a bench cut short keeps the releases it finished."""
+    from hybridfuzz.machine import cpu_isa
+    from hybridfuzz.store import write_atomic
+
+    old: dict = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+    rows = {(r.release, r.seed): r for r in map(_row, old.get("rows", []))}
+    rows.update({(r.release, r.seed): r for r in new})
+    from hybridfuzz.venvs import version_key
+
+    ordered = sorted(rows.values(), key=lambda r: (version_key(r.release), r.seed))
+    table = {"judge": new[0].judge if new else old.get("judge", ""), "machine": f"{os.cpu_count()} CPU cores, {cpu_isa()}",
+             "updated": datetime.datetime.now().isoformat(timespec="seconds"),
+             "commands": old.get("commands", []) + ([command] if command else []),
+             "rows": [dataclasses.asdict(r) for r in ordered], "summary": summarize(ordered)}
+    write_atomic(path, json.dumps(table, indent=2))
+    write_atomic(path[:-5] + ".md", markdown(table))
+    return table
+
+
+def markdown(table: dict) -> str:
+    s = table["summary"]
+    lines = [f"# Detection power on real bugs: older vLLM releases, judged by {table['judge']} ({table['machine']})", "",
+             f"Updated {table['updated']}. Commands:", "", *[f"    {c}" for c in table["commands"]], "",
+             "A finding is *fixed later* when the judge release passes its minimal case: upstream's own fix says it was a bug.", "",
+             "| release | seed | budget | cases | cases/min | findings | fixed later | still present | changed | refused later | "
+             "judge error | first fixed-later finding |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for d in table["rows"]:
+        r = _row(d)
+        if r.error:
+            lines.append(f"| {r.release} | {r.seed} | {r.budget_s:.0f} s | | | | | | | | | {r.error} |")
+            continue
+        t = "" if r.time_to_first_fixed_s is None else f"{r.time_to_first_fixed_s:.0f} s"
+        lines.append(f"| {r.release} | {r.seed} | {r.budget_s:.0f} s | {r.cases} | {r.cases_per_min} | {len(r.findings)} | "
+                     + " | ".join(str(r.count(c)) for c in CREDITS) + f" | {t} |")
+    lines += ["", "Findings:", ""]
+    for d in table["rows"]:
+        for f in _row(d).findings:
+            judge = f.judge_outcome + (f" {f.judge_signature}" if f.judge_signature else "")
+            lines.append(f"- {d['release']}: **{f.credit}** `{f.signature}`{'' if f.replayed else ' (not replayed)'}: "
+                         f"{f.summary[:160]} (judge: {judge})")
+    med = s["median_time_to_first_fixed_s"]
+    lines += ["", f"**Summary**: {s['releases_with_a_fixed_bug_found']} of {s['releases']} releases gave a finding fixed later "
+                  f"({s['fixed_later_findings']} in all); median time to the first one {'n/a' if med is None else f'{med:.0f} s'}; "
+                  f"{s['still_present']} still present and {s['changed']} changed (judge those by hand), {s['refused_later']} refused "
+                  f"later, {s['judge_error']} judge errors, {s['failed_trials']} failed trials.", ""]
+    return "\n".join(lines)

