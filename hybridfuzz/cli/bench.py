@@ -11,7 +11,8 @@ from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import UsageError
 
 NAME = "bench"
-HELP = "naive path vs fast path: per-case latency, cases/min, peak memory (or --at-once: engines started together)"
+HELP = ("naive path vs fast path: per-case latency, cases/min, peak memory (or --at-once: engines started together; "
+        "--faults, --releases: detection power on injected faults, on older releases' real bugs)")
 EXITS = {0: "measured", 1: "--at-once: an engine failed to start"}
 
 
