@@ -63,12 +63,14 @@ def _observed_signatures(*dirs: str):
                         yield path, case, o, sig
 
 
-def known_signatures(*dirs: str, on: DeviceKind | None = None) -> set[str]:
+def known_signatures(*dirs: str, on: DeviceKind | None = None, release: str | None = None) -> set[str]:
     """Signatures recorded in the observed entries of every case under dirs; with ``on``, only those seen on that
     kind of device. A signature names the oracle, the symptom and where it failed, not the bug: a CPU finding's
     can equal a GPU one's (Zamba2's fp8 reference flip on AVX-512, 9c47a48c, hid 37 GPU divergences of another
-    kind in the 0.33.0 campaign of 2026-12-04), so a campaign knows only what was filed for its own kind."""
-    return {sig for _, _, o, sig in _observed_signatures(*dirs) if on is None or device_kind(o.device) == on}
+    kind in the 0.33.0 campaign of 2026-12-04), so a campaign knows only what was filed for its own kind. With
+    ``release``, only what was seen on that vLLM release."""
+    return {sig for _, _, o, sig in _observed_signatures(*dirs)
+            if (on is None or device_kind(o.device) == on) and (release is None or o.vllm == release)}
 
 
 @dataclass(frozen=True)

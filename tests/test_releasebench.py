@@ -31,6 +31,13 @@ def test_credit_rule(judged, credit):
     assert releasebench.credit_of(FOUND, judged) == credit
 
 
+def test_a_judge_failing_with_its_own_filed_bug_masks_the_answer():
+    sigill = Probe("0.32.0", "divergence", "case crash at step 0 (generate): SIGILL", "health:crash:SIGILL:b5737524")
+    assert releasebench.credit_of(FOUND, sigill) == "changed"
+    assert releasebench.credit_of(FOUND, sigill, frozenset({"health:crash:SIGILL:b5737524"})) == "masked"
+    assert releasebench.credit_of(FOUND, Probe("0.32.0", "pass"), frozenset({"health:crash:SIGILL:b5737524"})) == "fixed-later"
+
+
 def _row(release, seed=1, credits=(), error=""):
     findings = [Judged(f"sig:{i}", f"/x/{i}.yaml", 10.0 * (i + 1), c) for i, c in enumerate(credits)]
     row = ReleaseRow(release, "0.32.0", 240.0, seed, cases=50, cases_per_min=12.5, findings=findings, error=error)
@@ -51,9 +58,16 @@ def test_table_merges_rows_by_release_and_seed_and_sums_the_credits(tmp_path):
     assert (s["still_present"], s["changed"], s["refused_later"], s["failed_trials"]) == (0, 1, 1, 1)
     assert s["median_time_to_first_fixed_s"] == 10.0
     md = (tmp_path / "t.md").read_text()
-    assert "| 0.25.0 | 1 | 240 s | 50 | 12.5 | 3 | 2 | 0 | 0 | 1 | 0 | 10 s |" in md
+    assert "| 0.25.0 | 1 | 240 s | 50 | 12.5 | 3 | 2 | 0 | 0 | 0 | 1 | 0 | 10 s |" in md
     assert "download: no wheel" in md and "**fixed-later** `sig:0`" in md
     assert json.loads((tmp_path / "t.json").read_text()) == table
+    assert table["judge"] == "0.32.0"
+
+
+def test_rejudge_keeps_a_finding_whose_file_is_gone(tmp_path):
+    row = _row("0.25.0", credits=("fixed-later",))
+    again = releasebench.rejudge(row, releasebench.installed_env())
+    assert again.findings == row.findings and again.time_to_first_fixed_s == 10.0
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -109,3 +123,10 @@ def test_bench_on_the_installed_release_writes_its_row(tmp_path):
     assert row["release"] == judge and row["cases"] > 0 and not row["error"]
     assert all(f["credit"] != "fixed-later" for f in row["findings"]), row["findings"]
     assert all(os.path.exists(f["path"]) for f in row["findings"])
+    # --rejudge: no fuzzing, the same files judged again, the same credits (the judge is the same release)
+    again = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bench", "--releases", judge, "--rejudge", "--table", str(table),
+                            "--json"], capture_output=True, text=True, timeout=1200)
+    assert again.returncode == 0, again.stderr[-3000:]
+    (row2,) = json.loads(again.stdout)["rows"]
+    assert [(f["signature"], f["credit"]) for f in row2["findings"]] == [(f["signature"], f["credit"]) for f in row["findings"]]
+    assert (row2["cases"], row2["elapsed_s"]) == (row["cases"], row["elapsed_s"])  # the trial's own figures: no new trial

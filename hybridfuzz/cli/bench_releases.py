@@ -22,6 +22,8 @@ def add_arguments(p) -> None:
     p.add_argument("--budget-per-release", type=options._duration, default=300.0, help="fuzz budget per release (default 5m)")
     p.add_argument("--judge", metavar="VERSION", help="the release that judges findings (default: the installed vLLM; another is "
                    "run from its venv)")
+    p.add_argument("--rejudge", action="store_true", help="no new fuzzing: replay the findings of the table's rows for these releases "
+                   "on --judge again (e.g. a newer release) and rewrite their credits")
 
 
 def run(args) -> int:
@@ -41,12 +43,22 @@ def run(args) -> int:
             judge = venvs.cpu_env(args.judge, log=log)
     except venvs.EnvError as e:
         raise UsageError(str(e)) from None
-    runs = args.runs or "runs/releasebench"
-    os.makedirs(runs, exist_ok=True)
     table_path = args.table or releasebench.table_path(judge.version)
     command = "hybridfuzz bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     fuzz_args = shlex.split(args.fuzz_args or "")
     table = None
+    if args.rejudge:
+        # the judge's table of the trials' date, or --table; rows keep their seed, budget and files
+        rows = [r for r in releasebench.rows_of(table_path) if r.release in versions and not r.error]
+        if not rows:
+            raise UsageError(f"--rejudge: {table_path} has no row for {args.releases} (--table names another table)")
+        for row in rows:
+            log(f"hybridfuzz bench --rejudge: {row.release} seed {row.seed}, {len(row.findings)} findings, judged by {judge.version}")
+            table = releasebench.merge(table_path, [releasebench.rejudge(row, judge, args.timeout)], command if table is None else None)
+        print(json.dumps(table, indent=2) if args.json else releasebench.markdown(table))
+        return 0
+    runs = args.runs or "runs/releasebench"
+    os.makedirs(runs, exist_ok=True)
     for version in versions:
         log(f"hybridfuzz bench --releases: {version}, {args.budget_per_release:.0f} s, judged by {judge.version}")
         try:
