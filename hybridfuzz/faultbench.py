@@ -10,6 +10,7 @@ the bench can run one fault per engine-lock acquisition and still give one table
 """
 from __future__ import annotations
 
+
 import dataclasses
 import datetime
 import json
@@ -21,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from hybridfuzz import benchtable
 from hybridfuzz.faults.spec import ENV, FaultSpec
 
 CLEAN = "clean"
@@ -238,7 +240,6 @@ def _key(row: FaultRow) -> str:
 def merge(path: str, new: list[FaultRow], command: str | None) -> dict:
     """Rows replace those of the same fault in the table at ``path``; written atomically (+ .md).
     ``command`` is added to the table's list (None: a later row of a command already listed)."""
-    from hybridfuzz.store import write_atomic
     from hybridfuzz.vllm_facts import vllm_version
 
     rows: dict[str, FaultRow] = {}
@@ -252,15 +253,12 @@ def merge(path: str, new: list[FaultRow], command: str | None) -> dict:
     ordered = sorted(rows.values(), key=lambda r: (r.fault == CLEAN, r.fault, r.seed))
     table = {"vllm": vllm_version(), "machine": f"{os.cpu_count()} CPU cores", "updated": datetime.datetime.now().isoformat(timespec="seconds"),
              "commands": commands, "rows": [dataclasses.asdict(r) for r in ordered], "summary": summarize(ordered)}
-    write_atomic(path, json.dumps(table, indent=2))
-    write_atomic(path[:-5] + ".md", markdown(table))
-    return table
+    return benchtable.write(path, table, markdown)
 
 
 def markdown(table: dict) -> str:
     s = table["summary"]
-    lines = [f"# Detection power: injected faults, vLLM {table['vllm']} CPU ({table['machine']})", "",
-             f"Updated {table['updated']}. Commands:", "", *[f"    {c}" for c in table["commands"]], "",
+    lines = [*benchtable.header(f"Detection power: injected faults, vLLM {table['vllm']} CPU ({table['machine']})", table),
              "| fault | budget | cases | found | time to find | oracle | shrunk (layers, steps, tokens, knobs) | replayed | passes without fault | other findings |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in table["rows"]:

@@ -14,6 +14,7 @@ trial starts from nothing, as a user's first campaign against that release would
 """
 from __future__ import annotations
 
+
 import dataclasses
 import datetime
 import json
@@ -24,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from hybridfuzz import benchtable
 from hybridfuzz.bisection import Probe, environ_for, replay, same_bug
 from hybridfuzz.venvs import Env
 
@@ -181,7 +183,6 @@ def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
     """Rows replace those of the same release and seed in the table at ``path``; written atomically (+ .md), so
     a bench cut short keeps the releases it finished."""
     from hybridfuzz.machine import cpu_isa
-    from hybridfuzz.store import write_atomic
 
     old: dict = {}
     if os.path.exists(path):
@@ -197,15 +198,12 @@ def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
              "updated": datetime.datetime.now().isoformat(timespec="seconds"),
              "commands": old.get("commands", []) + ([command] if command else []),
              "rows": [dataclasses.asdict(r) for r in ordered], "summary": summarize(ordered)}
-    write_atomic(path, json.dumps(table, indent=2))
-    write_atomic(path[:-5] + ".md", markdown(table))
-    return table
+    return benchtable.write(path, table, markdown)
 
 
 def markdown(table: dict) -> str:
     s = table["summary"]
-    lines = [f"# Detection power on real bugs: older vLLM releases, judged by {table['judge']} ({table['machine']})", "",
-             f"Updated {table['updated']}. Commands:", "", *[f"    {c}" for c in table["commands"]], "",
+    lines = [*benchtable.header(f"Detection power on real bugs: older vLLM releases, judged by {table['judge']} ({table['machine']})", table),
              "A finding is *fixed later* when the judge release passes its minimal case: upstream's own fix says it was a bug.", "",
              "| release | seed | budget | cases | cases/min | findings | fixed later | still present | changed | masked | refused later | "
              "judge error | first fixed-later finding |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
