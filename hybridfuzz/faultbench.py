@@ -10,7 +10,6 @@ the bench can run one fault per engine-lock acquisition and still give one table
 """
 from __future__ import annotations
 
-
 import dataclasses
 import datetime
 import json

@@ -14,7 +14,6 @@ trial starts from nothing, as a user's first campaign against that release would
 """
 from __future__ import annotations
 
-
 import dataclasses
 import datetime
 import json
@@ -56,13 +55,21 @@ class ReleaseRow:
     cases: int = 0
     cases_per_min: float = 0.0
     findings: list[Judged] = field(default_factory=list)
-    time_to_first_fixed_s: float | None = None
     elapsed_s: float = 0.0
     run_dir: str = ""
     error: str = ""  # the environment could not be made or the fuzz run left no summary
 
     def count(self, credit: Credit) -> int:
         return sum(f.credit == credit for f in self.findings)
+
+    @property
+    def time_to_first_fixed_s(self) -> float | None:
+        """When the trial met its first finding the judge passes (derived, so a rejudge cannot leave it stale)."""
+        fixed = [f.found_s for f in self.findings if f.credit == "fixed-later" and f.found_s is not None]
+        return min(fixed) if fixed else None
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "time_to_first_fixed_s": self.time_to_first_fixed_s}
 
 
 def credit_of(found: Probe, judged: Probe, judge_known: frozenset[str] = frozenset()) -> Credit:
@@ -126,8 +133,6 @@ def run_release(env: Env, judge: Env, budget_s: float, seed: int, out_root: str,
     judge_known = judge_known_signatures(judge)
     for finding, replayed in listed:
         row.findings.append(judge_finding(finding, replayed, env.version, judge, timeout, lock, judge_known))
-    fixed = [f.found_s for f in row.findings if f.credit == "fixed-later" and f.found_s is not None]
-    row.time_to_first_fixed_s = min(fixed) if fixed else None
     row.elapsed_s = round(time.time() - t0, 1)
     return row
 
@@ -138,8 +143,7 @@ def rejudge(row: ReleaseRow, judge: Env, timeout: float = 300.0, lock: str | Non
     judge_known = judge_known_signatures(judge)
     findings = [judge_finding({"signature": f.signature, "path": f.path, "found_s": f.found_s, "summary": f.summary}, f.replayed,
                               row.release, judge, timeout, lock, judge_known) if os.path.exists(f.path) else f for f in row.findings]
-    fixed = [f.found_s for f in findings if f.credit == "fixed-later" and f.found_s is not None]
-    return dataclasses.replace(row, judge=judge.version, findings=findings, time_to_first_fixed_s=min(fixed) if fixed else None)
+    return dataclasses.replace(row, judge=judge.version, findings=findings)
 
 
 def rows_of(path: str) -> list[ReleaseRow]:
@@ -176,7 +180,8 @@ def table_path(judge: str, results_dir: str = "results") -> str:
 
 
 def _row(d: dict) -> ReleaseRow:
-    return ReleaseRow(**{**d, "findings": [Judged(**f) for f in d.get("findings", [])]})
+    fields = {k: v for k, v in d.items() if k != "time_to_first_fixed_s"}  # derived: written for readers, not read back
+    return ReleaseRow(**{**fields, "findings": [Judged(**f) for f in d.get("findings", [])]})
 
 
 def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
@@ -197,7 +202,7 @@ def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
     table = {"judge": ", ".join(judges), "machine": f"{os.cpu_count()} CPU cores, {cpu_isa()}",
              "updated": datetime.datetime.now().isoformat(timespec="seconds"),
              "commands": old.get("commands", []) + ([command] if command else []),
-             "rows": [dataclasses.asdict(r) for r in ordered], "summary": summarize(ordered)}
+             "rows": [r.to_json() for r in ordered], "summary": summarize(ordered)}
     return benchtable.write(path, table, markdown)
 
 

@@ -91,13 +91,15 @@ def frame_where(frames: list[tuple[str, int, str]]) -> str:
     return f"{short_path(filename)}:{line} in {name}"
 
 
+def phase_of(frames: list[tuple[str, int, str]]) -> str:
+    """"config" when configuration-checking code is among the frames (file, line, function), else ""."""
+    return "config" if any(_CONFIG_CODE.search(f"{filename} {name}") for filename, _, name in frames) else ""
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     """The exception as data; ``where`` is ``frame_where`` of its traceback, ``phase`` whether config code raised it."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = frame_where([(f.filename, f.lineno or 0, f.name) for f in frames])
-    in_config = any(_CONFIG_CODE.search(f"{f.filename} {f.name}") for f in frames)
-    return ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000], where=where,
-                     phase="config" if in_config else "")
+    frames = [(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+    return ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000], where=frame_where(frames), phase=phase_of(frames))
 
 
 def classify(info: ErrorInfo, phase: Phase) -> Outcome:

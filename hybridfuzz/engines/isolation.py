@@ -134,13 +134,6 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
             traces = [Trace.from_dict(d) for d in (data if isinstance(data, list) else [data])]
         except (OSError, ValueError):
             traces = None
-    if traces is not None:
-        from hybridfuzz.engines.logs import is_wrapper, unwrap
-
-        if any(is_wrapper(t.error) for t in traces):  # the root cause is in the worker's traceback, in the log
-            log = tail(log_path, 60000)
-            for t in traces:
-                unwrap(t, log)
     if traces is None:
         if timed_out:
             outcome, error = "timeout", ErrorInfo("Timeout", f"no progress within {timeout:g} s; engine killed; {host_load()}")
@@ -151,6 +144,13 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
         for t in traces:
             if t.outcome != "ok":
                 t.log_tail = log
+    else:
+        from hybridfuzz.engines.logs import is_wrapper, unwrap
+
+        if any(is_wrapper(t.error) for t in traces):  # the root cause is in the worker's traceback, in the log
+            log = tail(log_path, 60000)
+            for t in traces:
+                unwrap(t, log)
     traces[-1].timings["wall_s"] = wall
     return traces
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from hybridfuzz.engines.base import _CONFIG_CODE, classify, frame_where
+from hybridfuzz.engines.base import classify, frame_where, phase_of
 from hybridfuzz.trace import ErrorInfo, Trace
 
 # Wrapper errors that only say "see the root cause above" (or in another process's stack trace).
@@ -58,8 +58,7 @@ def root_cause(log_text: str) -> ErrorInfo:
                 break
             if fm := _FRAME_LINE.search(prev):
                 frames.insert(0, (fm.group(1), int(fm.group(2)), fm.group(3)))
-        in_config = any(_CONFIG_CODE.search(f"{f} {name}") for f, _, name in frames)
-        found.append(ErrorInfo(type=etype, message=msg[:2000], where=frame_where(frames), phase="config" if in_config else ""))
+        found.append(ErrorInfo(type=etype, message=msg[:2000], where=frame_where(frames), phase=phase_of(frames)))
     real = [e for e in found if not is_wrapper(e)]
     if real:
         return real[0]

@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
-from hybridfuzz.engines.base import ENGINE_DEFAULTS, REJECTION_TYPES, classify, frame_where  # noqa: F401  (REJECTION_TYPES re-exported)
+from hybridfuzz.engines.base import ENGINE_DEFAULTS, REJECTION_TYPES, classify  # noqa: F401  (REJECTION_TYPES re-exported)
 from hybridfuzz.engines.inflight import InFlight
 from hybridfuzz.engines.isolation import SequentialHost, tail
 from hybridfuzz.engines.logs import root_cause
