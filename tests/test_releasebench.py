@@ -127,3 +127,61 @@ def test_bench_on_the_installed_release_writes_its_row(tmp_path):
     (row2,) = json.loads(again.stdout)["rows"]
     assert [(f["signature"], f["credit"]) for f in row2["findings"]] == [(f["signature"], f["credit"]) for f in row["findings"]]
     assert (row2["cases"], row2["elapsed_s"]) == (row["cases"], row["elapsed_s"])  # the trial's own figures: no new trial
+
+
+# ---------------------------------------------------------------- GPU sites (--sites), as bisect --engine gpu takes them
+
+@pytest.fixture
+def sites(tmp_path_factory):
+    """Two sites as gpu/hf.sh leaves them (its marker, and SITE.src holding the hybridfuzz snapshot: here a link to
+    this checkout's package, so a trial really runs in the site; this machine's vLLM has no CUDA device)."""
+    root = tmp_path_factory.mktemp("sites")
+    out = {}
+    for v in ("0.26.0", "0.33.0"):
+        site = root / f"site-{v}"
+        site.mkdir()
+        (site / ".installed-0123").touch()
+        (root / f"site-{v}.src").mkdir()
+        os.symlink(os.path.join(ROOT, "hybridfuzz"), root / f"site-{v}.src" / "hybridfuzz")
+        out[v] = str(site)
+    return out
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--sites", "0.26.0=/nonexistent"], "not a site installed by gpu/hf.sh"),
+    (["--sites", "0.26.0"], "--sites: expected VERSION=SITE_DIR"),
+    (["--releases", "0.25.0"], "--releases: 0.25.0 not in --sites (sites: 0.26.0, 0.33.0)"),
+    (["--releases", "0.27.0..0.30.0"], "--releases 0.27.0..0.30.0: no release in that range (known: 0.26.0 .. 0.33.0)"),
+    (["--judge", "0.32.0"], "--judge 0.32.0: not in --sites (sites: 0.26.0, 0.33.0)"),
+    (["--faults", "clean"], "--faults and --releases are two benches"),
+])
+def test_gpu_sites_bad_input_is_one_line(sites, extra, msg, tmp_path):
+    spec = ",".join(f"{v}={s}" for v, s in sites.items())
+    args = extra if extra[0] == "--sites" else ["--sites", spec, *extra]
+    r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bench", *args, "--runs", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hybridfuzz:")]
+    assert r.returncode == 2 and len(lines) == 1 and msg in lines[0], r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and not os.listdir(tmp_path)
+
+
+def test_a_gpu_trial_runs_the_gpu_fuzzer_in_its_site_and_lands_in_the_gpu_table(sites, tmp_path):
+    """The GPU path end to end as far as a CPU machine goes: the default judge is the newest site, the trial is
+    ``fuzz --engine gpu`` run from the older site (its own PYTHONPATH and cwd), and the row, with the fuzzer's
+    own refusal here (no CUDA device), lands in a releases-gpu table."""
+    table = tmp_path / "t.json"
+    r = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bench", "--sites", f"0.26.0={sites['0.26.0']},0.33.0={sites['0.33.0']}",
+                        "--releases", "0.26.0", "--budget-per-release", "20s", "--runs", str(tmp_path / "runs"),
+                        "--table", str(table), "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (row,) = json.loads(r.stdout)["rows"]
+    assert (row["release"], row["judge"], row["device"]) == ("0.26.0", "0.33.0", "gpu"), row
+    assert "no summary.json" in row["error"] and "no CUDA device" in row["error"], row["error"]
+    assert "CPU cores" not in json.loads(table.read_text())["machine"]
+    assert os.path.basename(releasebench.table_path("0.33.0", "gpu")).startswith("releases-gpu-")
+    from hybridfuzz import venvs
+
+    env = venvs.gpu_env("0.26.0", sites["0.26.0"])
+    cmd = releasebench.fuzz_command(env, 300.0, 1, "/r/0.26.0", 60.0, ["--families", "zamba2"], "gpu")
+    assert cmd[:6] == ["python3", "-m", "hybridfuzz.cli", "fuzz", "--engine", "gpu"] and cmd[-2:] == ["--families", "zamba2"]
+    assert "--engine" not in releasebench.fuzz_command(env, 300.0, 1, "/r/0.26.0", 60.0, [], "cpu")

@@ -51,9 +51,9 @@ def run(args) -> int:
 
     if args.at_once:
         return _at_once(args)
-    if args.faults and args.releases:
+    if args.faults and (args.releases or args.sites):
         raise UsageError("--faults and --releases are two benches: give one")
-    if args.releases:
+    if args.releases or args.sites:
         from hybridfuzz.cli import bench_releases
 
         return bench_releases.run(args)
