@@ -366,6 +366,42 @@ def test_shrink_cli_reduces_bloated_case_to_the_minimal_one(tmp_path):
 
 
 @pytest.mark.engine
+def test_the_budget_counts_from_the_command_start_not_after_the_first_replay(tmp_path):
+    """--budget is the command's: a budget the first replay already spent leaves no search (seven H200 shrinks of
+    --budget 460s on 2026-12-05 searched on to about 690 s after a slow first replay). The confirmation still runs."""
+    import json
+
+    (tmp_path / "bloated.yaml").write_text(BLOATED)
+    r = hybridfuzz("shrink", "bloated.yaml", "--budget", "1s", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert (out["finished"], out["stopped"], out["simplifications"], out["engine_runs"]) == (False, "budget ended", [], 0), out
+    assert out["replayed"] and "0s of the 1s budget left" in r.stderr, r.stderr[-3000:]
+
+
+@pytest.mark.engine
+def test_an_interrupted_shrink_keeps_its_case_and_says_so_in_json(tmp_path):
+    """Ctrl-C (or a lease's SIGINT) mid-search: the smallest case so far stays written, and --json still prints
+    what was kept (on the H200 of 2026-12-05 two interrupted shrinks left empty JSON files)."""
+    import json
+    import signal
+    import time
+
+    (tmp_path / "bloated.yaml").write_text(BLOATED)
+    p = subprocess.Popen([sys.executable, "-m", "hybridfuzz.cli", "shrink", "bloated.yaml", "--budget", "10m", "--json"],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while not (tmp_path / "bloated.min.yaml").exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=300)
+    assert p.returncode == 130, stdout + stderr[-3000:]
+    out = json.loads(stdout)
+    assert out["written"] == "bloated.min.yaml" and out["stopped"] == "interrupted" and out["simplifications"], out
+    assert not out["finished"] and load_case_file(str(tmp_path / "bloated.min.yaml")).steps
+
+
+@pytest.mark.engine
 def test_passing_case_has_nothing_to_shrink(tmp_path):
     (tmp_path / "ok.yaml").write_text(PASSING)
     r = hybridfuzz("shrink", "ok.yaml", "--budget", "2m", cwd=tmp_path)

@@ -20,7 +20,8 @@ def add_arguments(p) -> None:
     where.add_argument("--out", help="where the minimal case goes (default CASE.min.yaml; written after every step)")
     where.add_argument("--in-place", action="store_true", help="overwrite CASE itself (atomically, after every step)")
     p.add_argument("--signature", help="the failure to keep (default: the one this run of CASE shows)")
-    options.add_budget(p, "30m")
+    options.add_budget(p, "30m", "wall-clock budget of the first replay and the search together (the replay that confirms "
+                       "the result comes after it)")
     p.add_argument("--workers", type=options.positive_int, default=2, help="engines at once (variants run in parallel)")
     p.add_argument("--warm", action="store_true",
                    help="on a warm fork server, as `fuzz` runs (default: cold, as a fresh process; a finding only a warm "
@@ -107,6 +108,8 @@ def _several(args) -> int:
 
 
 def _one(args) -> int:
+    import time
+
     from hybridfuzz.case import dump_case
     from hybridfuzz.executor import needs_reference, replay
     from hybridfuzz.findings import observation_of, with_observation
@@ -118,11 +121,13 @@ def _one(args) -> int:
     out = output_path(args.case, args.in_place, args.out)
     case = _engine_case(args.case, out)
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else print
-    written = [False]
+    started = time.monotonic()
+    kept: list[str] = []  # the simplifications written to ``out`` so far
+    target = args.signature or ""
 
-    def keep(c, v, env):
+    def keep(c, v, env, why):
         write_atomic(out, dump_case(with_observation(c, observation_of(v, env))))
-        written[0] = True
+        kept.append(why)
 
     try:
         with make_host("forkserver", workers=args.workers, timeout=args.timeout, warm=args.warm) as host:
@@ -142,12 +147,20 @@ def _one(args) -> int:
             alone = decided_alone(target, first.verdict.summary)
             per_case = 2 if needs_reference(case) and not alone else 1
             parallel = max(1, args.workers // per_case)
-            say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time, budget {args.budget:.0f}s -> {out}")
-            result = shrink(case, target, host, args.budget, parallel, args.timeout,
-                            on_smaller=lambda c, v, why: keep(c, v, env), log=say, alone=alone)
+            # the budget is the command's: on a cold GPU host the first replay of 2026-12-05 took minutes, and
+            # seven shrinks of --budget 460s searched on to about 690 s (results/gpu-h200-2026-12-05-s30/)
+            left = args.budget - (time.monotonic() - started)
+            say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time, {max(left, 0):.0f}s of the "
+                f"{args.budget:.0f}s budget left -> {out}")
+            result = shrink(case, target, host, left, parallel, args.timeout,
+                            on_smaller=lambda c, v, why: keep(c, v, env, why), log=say, alone=alone)
             confirm = replay(result.case, host, args.timeout)
     except KeyboardInterrupt:
-        say(f"hybridfuzz: interrupted; {'the smallest case so far is in ' + os.path.relpath(out) if written[0] else 'nothing smaller was found yet'}")
+        say(f"hybridfuzz: interrupted; {'the smallest case so far is in ' + os.path.relpath(out) if kept else 'nothing smaller was found yet'}")
+        if args.json:  # a script reading stdout learns what was kept, as after a finished shrink
+            print(json.dumps({"case": args.case, "written": out if kept else None, "target": target, "finished": False,
+                              "stopped": "interrupted", "simplifications": kept, "seconds": round(time.monotonic() - started, 1)},
+                             indent=2), flush=True)
         return INTERRUPTED
     same = confirm.verdict.signature == target
     note = (f"shrunk by `hybridfuzz shrink` ({len(result.accepted)} simplifications, {result.runs} engine runs, "
