@@ -287,6 +287,11 @@ def gpu_env(version: str, site: str) -> Env:
     return Env(version, "python3", pythonpath=[src, site], cwd=src, torch="host torch", cached=True, disk_bytes=disk_usage(site))
 
 
+def gpu_envs(spec: str) -> dict[str, Env]:
+    """``--sites V=SITE,...`` as environments, every site checked (one line if one is not a site) before any runs."""
+    return {version: gpu_env(version, site) for version, site in parse_sites(spec).items()}
+
+
 def parse_sites(spec: str) -> dict[str, str]:
     """``0.26.0=/tmp/site26,0.32.0=/tmp/site32`` -> {version: site}."""
     out = {}

@@ -90,7 +90,7 @@ def _gpu_sites(args):
     """(releases, judge, make_env, device) from --sites: every site checked before the first trial, the judge one of them."""
     from hybridfuzz import venvs
 
-    envs = {v: venvs.gpu_env(v, site) for v, site in venvs.parse_sites(args.sites).items()}
+    envs = venvs.gpu_envs(args.sites)
     if not envs:
         raise UsageError("--sites: expected VERSION=SITE_DIR,...")
     known = sorted(envs, key=venvs.version_key)

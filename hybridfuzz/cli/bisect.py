@@ -42,16 +42,12 @@ def run(args) -> int:
         if args.engine == "gpu":
             if not args.sites:
                 raise UsageError("bisect --engine gpu needs --sites VERSION=SITE,... (sites installed by gpu/hf.sh)")
-            sites = venvs.parse_sites(args.sites)
-            for v, site in sites.items():
-                venvs.gpu_env(v, site)  # every site checked before the first replay
+            sites = venvs.gpu_envs(args.sites)  # every site checked before the first replay
             versions = venvs.select(sorted(sites, key=venvs.version_key), args.versions)
             missing = [v for v in versions if v not in sites]
             if missing:
                 raise UsageError(f"--versions names {', '.join(missing)}, which --sites does not map to a site")
-
-            def make_env(v):
-                return venvs.gpu_env(v, sites[v])
+            make_env = sites.__getitem__
         else:
             if args.sites:
                 raise UsageError("--sites is for --engine gpu")
