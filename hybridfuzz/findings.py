@@ -160,6 +160,19 @@ def with_observation(case: Case, obs: Observation) -> Case:
     return case.replace(observed=[*kept, obs])
 
 
+def recorded_signatures(case: Case) -> list[str]:
+    """The signatures a case file records for its finding, newest first: each divergence observation's own (the most
+    frequent symptom of its runs; a symptom seen beside it is left out). What ``hybridfuzz shrink`` keeps to: on the
+    H100 of 2026-12-05 two shrinks took the symptom their first run happened to show, the int4 KV's distance from the
+    auto reference, and walked it to the tolerance's edge instead of the crash and the same-batch difference their
+    files recorded (results/gpu-h100-2026-12-05-s31/)."""
+    out: list[str] = []
+    for o in reversed(case.observed):
+        if o.verdict == "divergence" and o.signature and o.signature not in out:
+            out.append(o.signature)
+    return out
+
+
 def write_finding(directory: str, case: Case) -> str:
     sig = case.observed[-1].signature
     path = os.path.join(directory, filename(sig))

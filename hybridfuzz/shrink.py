@@ -32,12 +32,22 @@ from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
 from hybridfuzz.executor import evaluate_sessions, interfered
 from hybridfuzz.model import ModelSpec
-from hybridfuzz.oracles.health import unjudged
+from hybridfuzz.oracles.health import device_fault_target, unjudged
 from hybridfuzz.oracles.verdict import Verdict
 
 # Batches in a row whose every variant went unjudged (oracles/health.py unjudged) before a shrink stops: the host has
 # lost its device or cannot start engines, and every further variant would be "not smaller" for no reason of the case's.
 HOST_LOST_BATCHES = 3
+
+
+def variants_at_once(signature: str, parallel: int) -> int:
+    """How many variants a shrink toward ``signature`` runs at once: ``parallel``, but one for a GPU fault
+    (oracles/health.py device_fault_target). Twice a lease lost its GPU while such shrinks ran beside other engines:
+    on the H100 of 2026-12-05, 32 faulting engines among a dozen others, then context-switch timeouts (Xid 109), the
+    GPU's system processor silent (Xid 119) and a GPU that needed a reset (results/gpu-h100-2026-12-05-s31/); on the
+    H200 of 2026-12-04 all engines lost the device the same way (s25). One faulting engine at a time is the least a
+    shrink can do; running it with nothing else on the GPU is the caller's part (gpu/README.md)."""
+    return 1 if device_fault_target(signature) else parallel
 
 
 def _without(items: list, i: int, n: int = 1) -> list:
@@ -261,6 +271,7 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
     for a batch of variants, ``evaluate_batch`` on ``host`` unless given (tests of the search order give a rule).
     """
     judge = judge or (lambda cases: evaluate_batch(cases, host, timeout, alone))
+    parallel = variants_at_once(signature, parallel)
     t0 = time.monotonic()
     runs, accepted = 0, []
     verdict: Verdict | None = None

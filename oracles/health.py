@@ -5,7 +5,7 @@ import math
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import shortage
+from hybridfuzz.engines.base import device_fault, shortage
 from hybridfuzz.trace import Trace
 from hybridfuzz.oracles.verdict import FAMILY_MARK, Verdict
 
@@ -26,10 +26,24 @@ def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | No
                    symptom=f"refused:{step.error.type}", where=f"{step.kind}:{walked.rule.when}")
 
 
-def _nonfinite_where(case: Case | None) -> str:
-    """A NaN names no code: the family and the KV dtype stand in (NaN bugs are a kernel's, often one dtype's),
-    so a known NaN (int8 KV on qwen3_next) does not mask another (a float16 padding fault)."""
-    return "generate" if case is None else f"generate{FAMILY_MARK}{case.model.architecture}/{case.engine.kv_cache_dtype}"
+def _stand_in_where(what: str, case: Case | None) -> str:
+    """Where a symptom that names no code happened: the family and the KV dtype stand in for the kernel (such bugs
+    are a kernel's, often one dtype's), so a known one (int8 KV NaN on qwen3_next) does not mask another (a float16
+    padding fault)."""
+    return what if case is None else f"{what}{FAMILY_MARK}{case.model.architecture}/{case.engine.kv_cache_dtype}"
+
+
+DEVICE_FAULT_SYMPTOM = "device-fault"
+
+
+def device_fault_signature(case: Case) -> str:
+    """The signature a device fault of ``case``'s own run has (``check_health``), whichever call reported it."""
+    return Verdict("divergence", "health", "", symptom=DEVICE_FAULT_SYMPTOM, where=_stand_in_where("device", case)).signature
+
+
+def device_fault_target(signature: str) -> bool:
+    """Whether a signature is a GPU fault's (engines/base.py DEVICE_FAULT): shrink.py runs its variants one at a time."""
+    return signature.startswith(f"health:{DEVICE_FAULT_SYMPTOM}:")
 
 
 CASE_LABEL = "case"  # how a health verdict of the case's own run begins; the reference's says "reference"
@@ -85,6 +99,9 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
         evidence = [f"{label}: {where}: {err.one_line() if err else trace.outcome}"]
         if trace.log_tail and trace.outcome in ("crash", "timeout"):
             evidence.append("log tail:\n" + trace.log_tail[-1500:])
+        if device_fault(err):  # one symptom however CUDA reported it, and no code location: it names a later call
+            return Verdict("divergence", "health", f"{label} device fault at {where}: {err.one_line()}", evidence,
+                           symptom=DEVICE_FAULT_SYMPTOM, where=_stand_in_where("device", case))
         symptom = f"{trace.outcome}:{err.type if err else ''}"
         code_where = err.where.split(" in ")[-1] if err and err.where else ""
         return Verdict("divergence", "health", f"{label} {trace.outcome} at {where}: {err.one_line() if err else ''}",
@@ -95,5 +112,5 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
                 bad = [lp for _, lp in ranked if math.isnan(lp) or (math.isinf(lp) and lp > 0)]
                 if bad or (ranked and math.isinf(ranked[0][1])):
                     return Verdict("divergence", "health", f"{label} step {idx} request {r}: non-finite logprob at token {pos}",
-                                   [f"top logprobs at token {pos}: {ranked}"], symptom="nonfinite", where=_nonfinite_where(case))
+                                   [f"top logprobs at token {pos}: {ranked}"], symptom="nonfinite", where=_stand_in_where("generate", case))
     return Verdict("pass", "health", f"{label} healthy")

@@ -54,3 +54,36 @@ def test_a_step_error_is_classified_as_a_step():
     unwrap(t, "ValueError: The dtype of q does not match\n")
     assert t.outcome == "error" and t.error.type == "ValueError"  # a step's ValueError without refusal words: a finding
     assert t.steps[-1].error == t.error  # the step the health oracle reads says the same
+
+
+def test_a_death_by_signal_names_the_device_fault_its_log_holds(tmp_path):
+    """A process killed by the SIGABRT of a device-side assert leaves no exception, and the last 4 KB of its log are a
+    C++ stack (H200, 2026-12-03): the fault line above them goes into the crash's message, so the crash has the
+    device-fault signature. A real child dies here by SIGABRT after writing such a log; one without the line keeps
+    its bare message."""
+    import os
+    import subprocess
+    import sys
+
+    from hybridfuzz.engines.isolation import collect
+    from hybridfuzz.oracles.health import DEVICE_FAULT_SYMPTOM, check_health
+
+    def died(log_text: str):
+        log = tmp_path / "engine.log"
+        code = f"import os, sys; sys.stdout.write({log_text!r}); sys.stdout.flush(); os.abort()"
+        with open(log, "w") as f:
+            p = subprocess.Popen([sys.executable, "-c", code], stdout=f, stderr=subprocess.STDOUT)
+            _, status = os.waitpid(p.pid, 0)  # as the hosts wait for an engine process
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 6
+        (trace,) = collect(str(tmp_path / "none.json"), str(log), status, False, 60, 1.0)
+        return trace
+
+    stack = "".join(f"frame #{i}: /opt/torch/.venv/bin/python3() [0x5552a6]\n" for i in range(120))
+    faulted = died("terminate called after throwing an instance of 'c10::AcceleratorError'\n"
+                   "  what():  CUDA error: device-side assert triggered\n" + stack)
+    assert faulted.outcome == "crash" and "died by signal SIGABRT" in faulted.error.message
+    assert faulted.error.message.endswith("; the log says: what():  CUDA error: device-side assert triggered")
+    assert "device-side" not in faulted.log_tail  # beyond the kept tail: only the message carries it
+    assert check_health(faulted).symptom == DEVICE_FAULT_SYMPTOM
+    plain = died(stack)
+    assert "the log says" not in plain.error.message and check_health(plain).symptom == "crash:SIGABRT"

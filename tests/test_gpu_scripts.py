@@ -483,3 +483,53 @@ def test_unpack_wheels_installs_what_pip_installs_executable_bits_and_data_schem
     assert importable(ours) == importable(pips)
     assert (ours / "tool_ext" / "__init__.py").is_file() and not list(ours.glob("*.data"))
     assert os.access(ours / "tool" / "bin" / "ptxas", os.X_OK) and not os.access(ours / "tool" / "__init__.py", os.X_OK)
+
+
+# ---------------------------------------------------------------- gpu/lease.sh: a lease plan's helpers
+
+FAKE_LOST_GPU = """#!/usr/bin/env bash
+# stands in for nvidia-smi on a GPU that needs a reset, as the H100 of 2026-12-05 answered after Xid 154
+if [ "$1" = -q ]; then echo "    Product Brand : GPU requires reset"; else echo "[N/A], 865, [GPU requires reset], [GPU requires reset], [N/A]"; fi
+"""
+
+
+def _lease(tmp_path, tag, script, path=None, **env_vars):
+    env = {**os.environ, "HF_RES": str(tmp_path / "res"), **({"PATH": f"{path}:{os.environ['PATH']}"} if path else {}),
+           **env_vars}
+    return subprocess.run(["bash", "-c", f"here={ROOT}; source {ROOT}/gpu/lease.sh {tag}; {script}"], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=900)
+
+
+def test_lease_sampler_interrupts_the_shrinks_when_the_gpu_needs_a_reset(tmp_path, tagged_site):
+    """The sampler marks the chain "GPU LOST", saves `nvidia-smi -q`, and interrupts every shrink of the plan (on the
+    H100 of 2026-12-05 the shrinks ran on against a lost GPU until their "host lost" rule stopped them)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(FAKE_LOST_GPU)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    res = tmp_path / "res"
+    # a process with a plan's shrink's command line (given by the environment: in the script's own text the
+    # sampler's pkill would match this test's shell too)
+    r = _lease(tmp_path, tagged_site, "lease_sampler; (exec -a \"$SHRINK\" sleep 120) & s=$!; t0=$SECONDS; "
+                                      "wait $s; echo \"shrink ended after $((SECONDS - t0)) s\"; lease_gpu_lost && echo lost; lease_end",
+               path=str(bin_dir), SHRINK=f"python3 -m hybridfuzz.cli shrink {res}/shrink/x.yaml")
+    assert r.returncode == 0, r.stderr
+    assert "lost" in r.stdout.split() and int(r.stdout.split("after ")[1].split()[0]) < 60, r.stdout
+    chain = (res / "chain.log").read_text()
+    assert "GPU LOST: [N/A], 865, [GPU requires reset]" in chain and "all done" in chain, chain
+    assert "GPU requires reset" in (res / "gpu-fault.txt").read_text()
+
+
+@pytest.mark.engine
+def test_lease_shrink_job_shrinks_a_copy_of_a_corpus_case_through_the_site(tmp_path, tagged_site):
+    """shrink_job copies corpus/gpu/NAME-vllm-*.yaml, runs `hybridfuzz shrink` on it through hf.sh and logs both ends
+    in chain.log; on this CPU the GPU case does not show its recorded finding, so nothing is written (exit 1)."""
+    r = _lease(tmp_path, tagged_site, "shrink_job ef8dca8d 1 20 falcon-h1-graphs-one-token-prompt-repeat-differs; "
+                                      "wait \"${jobs[@]}\"")
+    assert r.returncode == 0, r.stderr
+    res = tmp_path / "res"
+    chain = (res / "chain.log").read_text()
+    assert "shrink-ef8dca8d start budget 20s workers 1" in chain and "shrink-ef8dca8d rc 1" in chain, chain
+    out = json_object((res / "shrink" / "ef8dca8d.json").read_text())
+    assert out["written"] is None and out["target"] == "self_consistency:repeat-differs:471e1a80", out
+    assert "its recorded self_consistency:repeat-differs:471e1a80" in (res / "shrink" / "ef8dca8d.log").read_text()

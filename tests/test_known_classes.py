@@ -14,7 +14,7 @@ from hybridfuzz.campaign.records import FindingState
 from hybridfuzz.case import Case, EngineConfig, Generate, Observation, OracleSpec, dump_case
 from hybridfuzz.findings import KvClass, auto_kv_control, filed_class, known_kv_classes, kv_class
 from hybridfuzz.model import ModelSpec
-from hybridfuzz.oracles.health import _nonfinite_where
+from hybridfuzz.oracles.health import _stand_in_where
 from hybridfuzz.oracles.verdict import names_family, output_where
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,7 +29,7 @@ def _case(engine: EngineConfig = INT8, *observed: Observation) -> Case:
 @pytest.mark.parametrize("where, family", [
     (output_where(0, "zamba2"), True),
     (output_where(5, "lfm2"), True),
-    (_nonfinite_where(_case()), True),
+    (_stand_in_where("generate", _case()), True),
     ("generate:vllm/v1/worker/gpu_model_runner.py:2210 in execute_model", False),  # an error names its code
     ("start-up:vllm/config/cache.py:120 in validate", False),
     ("generate", False),  # the reference's degenerate output: not per family
@@ -86,7 +86,7 @@ def test_a_divergence_is_of_a_filed_class_only_by_its_wrong_output_and_never_by_
     from hybridfuzz.oracles.verdict import Verdict
 
     nan = Verdict("divergence", "health", "case step 0 request 0: non-finite logprob at token 1", symptom="nonfinite",
-                  where=_nonfinite_where(_case()))
+                  where=_stand_in_where("generate", _case()))
     crash = Verdict("divergence", "health", "error", symptom="error:RuntimeError", where="generate:vllm/x.py:1 in f")
     classes = {kv_class(_case(), v.signature, "0.32.0", "cpu"): "corpus/found/int8.yaml" for v in (nan, crash)}
     assert filed_class(_case(), nan, "0.32.0", "cpu", classes) == "corpus/found/int8.yaml"
@@ -129,7 +129,7 @@ def test_the_loop_runs_no_control_for_what_cannot_be_of_a_known_class(tmp_path):
     loop = FuzzLoop(cfg, host=None, platform=detect_platform())
     env = {"vllm": "0.32.0", "device": "cpu"}
     nan = Verdict("divergence", "health", "case step 0 request 0: non-finite logprob at token 1", symptom="nonfinite",
-                  where=_nonfinite_where(_case()))
+                  where=_stand_in_where("generate", _case()))
     crash = Verdict("divergence", "health", "case error at step 0 (generate): RuntimeError: x", symptom="error:RuntimeError",
                     where="generate:vllm/x.py:1 in f")
     for v in (nan, crash):

@@ -446,3 +446,63 @@ def test_reference_distance_is_what_a_gpu_calibration_of_the_reference_tolerance
     assert reference_distance(trace(outside), trace(A))[1] == float("inf")
     assert reference_distance(trace(A), None) == (None, None)
     assert reference_distance(trace(A, outcome="error"), trace(A)) == (None, None)
+
+
+# ---------------------------------------------------------------- device faults (oracles/health.py)
+
+# How the one int4 per-token-head fault of vLLM 0.33.0 surfaced on the H200 and H100 (2026-12-03..05, results/gpu-*),
+# word for word: CUDA reports a fault at whatever later call synchronises.
+FAULT_SURFACES = [
+    ("error", 1, "AcceleratorError", "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
+     "reported at some other API call, so the stacktrace below might be incorrect.", "torch/cuda/streams.py:254 in synchronize"),
+    ("error", 5, "RuntimeError", "Triton Error [CUDA]: device-side assert triggered", "triton/backends/nvidia/driver.py:331 in __call__"),
+    ("error", 2, "RuntimeError", "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, "
+     "m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, ...`", "vllm/model_executor/parameter.py:124 in __torch_function__"),
+    ("crash", 4, "SIGABRT", "engine process died by signal SIGABRT (between steps); the log says: terminate called after "
+     "throwing an instance of 'c10::AcceleratorError' what():  CUDA error: device-side assert triggered", ""),
+]
+
+
+def _failed_run(outcome, step, etype, message, where):
+    from hybridfuzz.trace import ErrorInfo, StepResult, Trace
+
+    err = ErrorInfo(etype, message, where)
+    steps = [StepResult(index=i, kind="generate", outputs=[]) for i in range(step)]
+    return Trace(outcome=outcome, env={"device": "cuda"}, error=err,
+                 steps=steps + [StepResult(index=step, kind="generate", outputs=[], error=err)])
+
+
+def test_one_gpu_fault_has_one_signature_however_cuda_reported_it():
+    """The four names of one fault give one signature (a shrink keeping one of four kept nothing in 155 engine runs,
+    H100 2026-12-05), another family or KV dtype gives another, and a crash or error that names no device fault keeps
+    its own code-location signature."""
+    import dataclasses
+
+    from hybridfuzz.case import load_case
+    from hybridfuzz.oracles.health import check_health, device_fault_signature, device_fault_target
+
+    zamba = load_case("model: {layers: [hybrid], architecture: zamba2}\nengine: {kv_cache_dtype: int4_per_token_head}\n"
+                      "steps:\n- generate: {prompts: [[5]], max_tokens: 1}\n")
+    verdicts = [check_health(_failed_run(*s), case=zamba) for s in FAULT_SURFACES]
+    assert {v.signature for v in verdicts} == {device_fault_signature(zamba)}, [v.one_line() for v in verdicts]
+    assert device_fault_target(verdicts[0].signature) and all(v.status == "divergence" for v in verdicts)
+    assert "device fault at step 4 (generate)" in verdicts[3].summary
+    granite = zamba.replace(model=dataclasses.replace(zamba.model, architecture="granitemoehybrid"))
+    int8 = zamba.replace(engine=dataclasses.replace(zamba.engine, kv_cache_dtype="int8_per_token_head"))
+    assert len({device_fault_signature(c) for c in (zamba, granite, int8)}) == 3
+    plain = [check_health(_failed_run("crash", 4, "SIGABRT", "engine process died by signal SIGABRT (between steps)", ""), case=zamba),
+             check_health(_failed_run("error", 1, "RuntimeError", "CUDA error: invalid argument", "vllm/device_allocator/cumem.py:98 in wake_up"), case=zamba)]
+    assert [v.symptom for v in plain] == ["crash:SIGABRT", "error:RuntimeError"]
+    assert not any(device_fault_target(v.signature) for v in plain)
+
+
+def test_a_device_fault_is_never_a_refusal():
+    """classify's one rule: a refusal says so in config code; a GPU fault's message may hold a refusal's words
+    ("requires", "invalid") and is still the engine failing, at start-up or at a step."""
+    from hybridfuzz.engines.base import classify
+    from hybridfuzz.trace import ErrorInfo
+
+    fault = ErrorInfo("ValueError", "CUDA error: an illegal memory access was encountered (the kernel requires an invalid "
+                      "address); not supported")
+    assert classify(fault, "startup") == "error" and classify(fault, "step") == "error"
+    assert classify(ErrorInfo("ValueError", "fp8 KV cache is not supported here"), "startup") == "rejected"

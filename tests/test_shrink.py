@@ -458,3 +458,72 @@ def test_a_history_of_sleep_wake_pairs_shrinks_by_halves_before_pairs():
     assert result.finished and len(result.case.steps) == 2
     assert not any("(sleep, wake_up)" in why for why in result.accepted[:3]), result.accepted
     assert len(batches) < 25, len(batches)  # pairs first: one batch per pair, over 60
+
+
+# ---------------------------------------------------------------- GPU faults and recorded findings
+
+def test_a_gpu_fault_is_shrunk_one_variant_at_a_time():
+    """A device fault's variants fault the GPU too: one at a time (a shrink of 5 at a time faulted an H100 32 times
+    beside a dozen other engines until it needed a reset, 2026-12-05). Any other finding keeps its parallel batches."""
+    from hybridfuzz.oracles.health import device_fault_signature
+    from hybridfuzz.oracles.verdict import Verdict
+    from hybridfuzz.shrink import variants_at_once
+
+    case = load_case("model: {layers: [full_attention, linear_attention, linear_attention]}\nsteps:\n"
+                     "- generate: {prompts: [[5, 6, 7, 8]], max_tokens: 2}\n- generate: {prompts: [[9]], max_tokens: 2}\n")
+    fault = device_fault_signature(case)
+    assert variants_at_once(fault, 5) == 1 and variants_at_once("self_consistency:repeat-differs:c5daf501", 5) == 5
+    batches = []
+
+    def judge(cases):
+        batches.append(len(cases))
+        return [Verdict("pass", "", "") for _ in cases], len(cases)
+
+    shrink(case, fault, None, 1e9, 4, log=lambda line: None, judge=judge)
+    assert batches and set(batches) == {1}, batches
+    batches.clear()
+    shrink(case, "self_consistency:repeat-differs:c5daf501", None, 1e9, 4, log=lambda line: None, judge=judge)
+    assert max(batches) == 4, batches
+
+
+def test_a_shrink_keeps_to_what_the_case_file_records():
+    """Without --signature a shrink keeps to the finding its file records, newest first, not to whatever its first run
+    shows (two H100 shrinks of 2026-12-05 followed the int4 KV's distance from the reference instead of the crash and
+    the same-batch difference their files recorded); a recorded run that names a GPU fault also stands for the
+    device-fault signature, which such runs did not have yet. A hand-written case records nothing."""
+    from hybridfuzz.cli.shrink import shrink_targets
+    from hybridfuzz.oracles.health import device_fault_signature
+
+    base = ("model: {layers: [hybrid], architecture: zamba2}\nengine: {kv_cache_dtype: int4_per_token_head}\nsteps:\n"
+            "- generate: {prompts: [[5, 6]], max_tokens: 2}\n")
+    assert shrink_targets(load_case(base)) == []
+    recorded = load_case(base + """observed:
+- {vllm: 0.33.0, verdict: divergence, signature: 'health:error:RuntimeError:86339b4d',
+   summary: 'case error at step 2 (generate): RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling'}
+- {vllm: 0.33.0, verdict: pass}
+- {vllm: 0.33.0, verdict: divergence, signature: 'self_consistency:first-request-differs:ed3b0256',
+   symptoms: ['reference:beyond-noise:9c47a48c']}
+""")
+    assert shrink_targets(recorded) == ["self_consistency:first-request-differs:ed3b0256",
+                                        "health:error:RuntimeError:86339b4d", device_fault_signature(recorded)]
+
+
+@pytest.mark.engine
+def test_a_case_that_does_not_show_its_recorded_finding_is_not_shrunk_toward_another(tmp_path):
+    """BLOATED fails here with an AssertionError; a file recording another finding is given RECORDED_TRIES fresh runs,
+    then refused in one line that names the recorded signature and the way to shrink what it shows now."""
+    import json
+
+    from hybridfuzz.cli.shrink import RECORDED_TRIES
+
+    recorded = "reference:beyond-noise:00000000"
+    (tmp_path / "b.yaml").write_text(BLOATED + f"observed:\n- {{vllm: 0.32.0, verdict: divergence, signature: '{recorded}'}}\n")
+    r = hybridfuzz("shrink", "b.yaml", "--budget", "10m", "--json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert out["written"] is None and out["target"] == recorded and out["signature"].startswith("health:error:AssertionError"), out
+    said = our_lines(r.stderr)
+    assert len(said) == 1 and f"its recorded {recorded} in {RECORDED_TRIES} fresh run(s)" in said[0], r.stderr[-3000:]
+    assert "pass --signature SIG" in said[0] and not (tmp_path / "b.min.yaml").exists()
+    given = hybridfuzz("shrink", "b.yaml", "--budget", "10m", "--signature", out["signature"], cwd=tmp_path)
+    assert given.returncode == 0 and (tmp_path / "b.min.yaml").exists(), given.stdout + given.stderr[-3000:]

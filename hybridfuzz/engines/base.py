@@ -62,6 +62,33 @@ def device_gone(info: ErrorInfo | None) -> bool:
     return info is not None and _DEVICE_GONE.search(info.message) is not None
 
 
+# A fault of the GPU itself: a kernel's device-side assert, an illegal or misaligned access, a launch that failed.
+# CUDA reports it at whatever later call synchronises, so one fault surfaces under several names: on the H200 and
+# H100 of 2026-12-03..05 the int4 per-token-head crash of vLLM 0.33.0 was a SIGABRT between steps, an AcceleratorError
+# at a stream synchronize, a Triton launch error and CUBLAS_STATUS_EXECUTION_FAILED, four signatures for one bug; a
+# shrink that kept only one of them ran 155 engines, 32 of them faulting the GPU, and kept nothing
+# (results/gpu-h100-2026-12-05-s31/). A device fault is never a refusal (``classify``) and has one symptom
+# (oracles/health.py).
+DEVICE_FAULT = re.compile(r"device-side assert triggered|an illegal memory access was encountered|"
+                          r"an illegal instruction was encountered|misaligned address|unspecified launch failure|"
+                          r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA_ERROR_ILLEGAL_ADDRESS|uncorrectable ECC error")
+
+
+def device_fault(info: ErrorInfo | None) -> bool:
+    """Whether an error is the GPU faulting under a kernel (DEVICE_FAULT), whichever call reported it."""
+    return info is not None and DEVICE_FAULT.search(info.message) is not None
+
+
+def device_fault_line(log: str) -> str:
+    """The first line of an engine's log that names a device fault, or "": a process that died by a signal left no
+    exception, and its log's last lines are a C++ stack (the SIGABRT of a device-side assert, H200 2026-12-03)."""
+    m = DEVICE_FAULT.search(log)
+    if m is None:
+        return ""
+    start, end = log.rfind("\n", 0, m.start()) + 1, log.find("\n", m.end())
+    return log[start:end if end >= 0 else len(log)].strip()[:300]
+
+
 # Code that only validates a configuration, before any engine exists.
 _CONFIG_CODE = re.compile(r"vllm/config/|vllm/engine/arg_utils\.py|pydantic|create_engine_config|__post_init__|"
                           r"verify_|_verify|check_and_update_config")
@@ -114,11 +141,14 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
       0.20.0's ``check_and_update_config`` raises RuntimeError("Chunked-prefill and
       prefix-cache on the CPU backend is not compatible with FP8 KV cache."), a limit later
       releases lifted, not a bug they fixed (``hybridfuzz bench --releases``, 2026-12-05).
+    - A device fault (``device_fault``) is always a finding.
     - A bare AssertionError is always a finding (vLLM should have said why); its
       signature marks it ``config-assertion`` when config code raised it.
     """
     if shortage(info):
         return "rejected"
+    if device_fault(info):
+        return "error"  # the GPU faulted under a kernel: whatever else the message says, vLLM refused nothing
     in_config = phase == "config" or info.phase == "config"
     if info.type not in REJECTION_TYPES:
         return "rejected" if in_config and info.type != "AssertionError" and REFUSAL.search(info.message) else "error"

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 
+from hybridfuzz.engines.base import device_fault_line
 from hybridfuzz.trace import ErrorInfo, StepResult, Trace
 
 
@@ -141,9 +142,14 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
             outcome, error = _death(status)
         traces = rebuild(_events(progress_path) if progress_path else [], outcome, error)
         log = tail(log_path)
+        # a death by signal left no exception: the device fault behind it (engines/base.py DEVICE_FAULT) is in the log,
+        # above the C++ stack that fills its last lines
+        fault = device_fault_line(tail(log_path, 60000)) if not timed_out else ""
         for t in traces:
             if t.outcome != "ok":
                 t.log_tail = log
+                if fault and t.error is not None:
+                    t.error.message += f"; the log says: {fault}"
     else:
         from hybridfuzz.engines.logs import is_wrapper, unwrap
 

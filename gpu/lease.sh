@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Helpers for a lease's plan (results/gpu-*/run*.sh), sourced by it: the GPU sampler, the bundle's install, and
+# shrink and replay jobs on copies of corpus cases. Before this, each plan carried its own copy of them (s26-s31).
+#
+#   source gpu/lease.sh 33          # the bundle's tag: parts in /tmp/pNN, SHA256 in /tmp/shaNN, site /tmp/siteNN
+#   lease_sampler; lease_install 38
+#   shrink_job SIG WORKERS BUDGET CORPUS_NAME [SHRINK ARGS...]; replay_job SIG RUNS CORPUS_NAME; wait "${jobs[@]}"
+#   lease_gpu_lost && echo lost; lease_end
+# Results go under $res (HF_RES, default /tmp/res), the log of what ran to $res/chain.log.
+tag=${1:?usage: source gpu/lease.sh TAG}
+here=${here:-$PWD}
+res=${HF_RES:-/tmp/res}; mkdir -p "$res/shrink" "$res/replay"
+jobs=()
+
+hf() { bash "$here/gpu/hf.sh" "/tmp/p$tag" "/tmp/sha$tag" "/tmp/site$tag" -- "$@"; }
+
+say() { echo "$* $(date -u +%T)" >> "$res/chain.log"; }
+
+lease_sampler() {
+  # Every 10 s the GPU's state. A line saying the GPU is gone or needs a reset (the H100 of 2026-12-05 after a GPU-fault
+  # case's shrink, results/gpu-h100-2026-12-05-s31/) saves nvidia-smi -q and the kernel's NVRM lines, interrupts the
+  # shrinks (each writes what it kept) and marks the chain "GPU LOST": a lost GPU is not ours to reset.
+  nvidia-smi --query-gpu=index,name,memory.used,memory.total,driver_version --format=csv > "$res/gpus.csv" 2>&1
+  (while sleep 10; do
+     line=$(nvidia-smi --query-gpu=utilization.gpu,memory.used,pstate,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader,nounits 2>&1 | head -1)
+     echo "$(date -u +%T) load1 $(cut -d' ' -f1 /proc/loadavg) gpu $line"
+     case $line in *[Ee]rror*|*[Ff]ail*|*"No devices"*|*[Rr]eset*)
+       say "GPU LOST: $line"
+       nvidia-smi -q > "$res/gpu-fault.txt" 2>&1
+       dmesg 2>&1 | grep -i "nvrm" | grep -v nvAssertFailedNoLog > "$res/dmesg-nvrm.txt"
+       pkill -INT -f "[p]ython.*shrink $res/shrink"; break;;
+     esac
+   done) > "$res/sampler.txt" 2>&1 &
+  sampler=$!
+}
+
+lease_install() {  # lease_install PARTS: install the bundle once all its parts have come (hf.sh waits for them)
+  say "install start"
+  HF_PARTS_COUNT=$1 hf platform > "$res/platform$tag.txt" 2>&1
+  say "install rc $?"
+}
+
+shrink_job() {  # shrink_job SIG WORKERS BUDGET CORPUS_NAME [SHRINK ARGS...]: shrink a copy of corpus/gpu/NAME-vllm-*.yaml
+  local sig=$1 workers=$2 budget=$3 src; src=$(ls "$here"/corpus/gpu/"$4"-vllm-*.yaml | tail -1); shift 4
+  cp "$src" "$res/shrink/$sig.yaml"
+  say "shrink-$sig start budget ${budget}s workers $workers $*"
+  (hf shrink "$res/shrink/$sig.yaml" --budget "${budget}s" --workers "$workers" --json "$@" > "$res/shrink/$sig.json" 2> "$res/shrink/$sig.log"
+   say "shrink-$sig rc $?") &
+  jobs+=($!)
+}
+
+replay_job() {  # replay_job SIG RUNS CORPUS_NAME: RUNS fresh runs of a copy of the corpus case, recorded into the copy
+  local sig=$1 runs=$2 src; src=$(ls "$here"/corpus/gpu/"$3"-vllm-*.yaml | tail -1)
+  cp "$src" "$res/replay/$sig.yaml"
+  say "replay-$sig start"
+  (hf replay "$res/replay/$sig.yaml" --runs "$runs" --record --json > "$res/replay/$sig.json" 2> "$res/replay/$sig.log"
+   say "replay-$sig rc $?") &
+  jobs+=($!)
+}
+
+lease_gpu_lost() { grep -q "GPU LOST" "$res/chain.log" 2>/dev/null; }
+
+lease_end() { kill "$sampler" 2>/dev/null; say "all done"; }
