@@ -36,9 +36,14 @@ def _stand_in_where(what: str, case: Case | None) -> str:
 DEVICE_FAULT_SYMPTOM = "device-fault"
 
 
+def _device_fault(summary: str, evidence: list[str], case: Case | None) -> Verdict:
+    """A GPU fault's verdict: one symptom however CUDA reported it, and no code location (it names a later call)."""
+    return Verdict("divergence", "health", summary, evidence, symptom=DEVICE_FAULT_SYMPTOM, where=_stand_in_where("device", case))
+
+
 def device_fault_signature(case: Case) -> str:
     """The signature a device fault of ``case``'s own run has (``check_health``), whichever call reported it."""
-    return Verdict("divergence", "health", "", symptom=DEVICE_FAULT_SYMPTOM, where=_stand_in_where("device", case)).signature
+    return _device_fault("", [], case).signature
 
 
 def device_fault_target(signature: str) -> bool:
@@ -99,9 +104,8 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
         evidence = [f"{label}: {where}: {err.one_line() if err else trace.outcome}"]
         if trace.log_tail and trace.outcome in ("crash", "timeout"):
             evidence.append("log tail:\n" + trace.log_tail[-1500:])
-        if device_fault(err):  # one symptom however CUDA reported it, and no code location: it names a later call
-            return Verdict("divergence", "health", f"{label} device fault at {where}: {err.one_line()}", evidence,
-                           symptom=DEVICE_FAULT_SYMPTOM, where=_stand_in_where("device", case))
+        if device_fault(err):
+            return _device_fault(f"{label} device fault at {where}: {err.one_line()}", evidence, case)
         symptom = f"{trace.outcome}:{err.type if err else ''}"
         code_where = err.where.split(" in ")[-1] if err and err.where else ""
         return Verdict("divergence", "health", f"{label} {trace.outcome} at {where}: {err.one_line() if err else ''}",

@@ -166,8 +166,8 @@ def _one(args) -> int:
             target = first.verdict.signature if not recorded or first.verdict.signature in recorded else ""
             if not target:
                 shown = ", ".join(sorted({f"{v.status} {v.signature}".strip() for v in seen}))
-                print(f"hybridfuzz: shrink: the case does not fail here with "
-                      f"{('' if args.signature else 'its recorded ') + ' or '.join(recorded) if recorded else 'a divergence'} in {len(seen)} fresh "
+                wanted = (("" if args.signature else "its recorded ") + " or ".join(recorded)) if recorded else "a divergence"
+                print(f"hybridfuzz: shrink: the case does not fail here with {wanted} in {len(seen)} fresh "
                       f"run(s) (seen: {shown}); nothing to shrink"
                       + ("; pass --signature SIG to shrink what it shows now" if recorded and not args.signature else ""),
                       file=sys.stderr, flush=True)
