@@ -143,6 +143,9 @@ class Observation:
     runs: int = 1  # fresh-engine runs this observation sums up
     reproduced: int | None = None  # of those, how many diverged; None: one run, as verdict says
     symptoms: list[str] = field(default_factory=list)  # other signatures the same runs gave
+    # of the diverged runs, how many gave ``signature``; None: not counted (one run, or recorded before 2026-12-05).
+    # "3 of 3 diverged" alone overstated a GPU fault that came in 2 of them (the third only left the reference).
+    signature_runs: int | None = None
 
     @property
     def reproductions(self) -> int:
@@ -340,6 +343,8 @@ def _check_values(obj: Any, path: str) -> None:
             raise CaseError(f"{path}.reproduced", f"must be 0 to runs ({obj.runs}); got {obj.reproduced}")
         if obj.reproduced is not None and (obj.reproduced > 0) != (obj.verdict == "divergence"):
             raise CaseError(f"{path}.reproduced", f"{obj.reproduced} of {obj.runs} runs diverged, but verdict is {obj.verdict}")
+        if obj.signature_runs is not None and not 1 <= obj.signature_runs <= obj.reproductions:
+            raise CaseError(f"{path}.signature_runs", f"must be 1 to the runs that diverged ({obj.reproductions}); got {obj.signature_runs}")
 
 
 def _steps(data: Any) -> list[Step]:

@@ -91,12 +91,23 @@ def summarize(verdicts: list, env: dict) -> Observation:
         main = counts.most_common(1)[0][0]
         shown = next(v for v in bad if v.signature == main)
         others = sorted(set(counts) - {main})
+        main_runs = counts[main] if len(verdicts) > 1 else None
     else:
         shown = next((v for v in verdicts if v.status == "unsupported"), verdicts[-1])
-        others = []
+        others, main_runs = [], None
     obs = observation_of(shown, {k: str(v) for k, v in env.items()})  # torch.__version__ is a str subclass YAML refuses
     return dataclasses.replace(obs, runs=len(verdicts), reproduced=len(bad) if len(verdicts) > 1 or bad else None,
-                               symptoms=others)
+                               symptoms=others, signature_runs=main_runs)
+
+
+def rate_text(obs: Observation) -> str:
+    """How often the runs of ``obs`` diverged, and with what: the one wording of the replay CLI and the exported issue."""
+    text = f"diverged in {obs.reproductions} of {obs.runs} fresh runs"
+    if obs.signature_runs is not None and obs.signature_runs < obs.reproductions:
+        text += f", {obs.signature_runs} of them with signature {obs.signature}"
+    if obs.symptoms:
+        text += f"; other symptoms in those runs: {', '.join(obs.symptoms)}"
+    return text
 
 
 def reproduce(case: Case, host, runs: int, timeout: float | None = None) -> tuple[Observation, list]:

@@ -354,5 +354,11 @@ def test_observation_fields_reach_the_issue():
     case = load_case(FAIL_CASE)
     obs = dataclasses.replace(case.observed[0], runs=3, reproduced=2, isa="x86_64/avx2")
     body = export.issue_markdown(case.replace(observed=[obs]), env_text="", env={})
-    assert "reproduced in 2 of 3 fresh runs" in body and "x86_64/avx2" in body
+    assert "diverged in 2 of 3 fresh runs" in body and "x86_64/avx2" in body
     assert isinstance(obs, Observation)
+    # a rate that mixes symptoms says how many runs gave the one shown (H100, 2026-12-05: a device fault in 2 of 3
+    # runs, the third only off the reference, read "reproduced in 3 of 3")
+    mixed = dataclasses.replace(obs, reproduced=3, signature_runs=2, symptoms=["reference:beyond-noise:9c47a48c"])
+    body = export.issue_markdown(case.replace(observed=[mixed]), env_text="", env={})
+    assert (f"diverged in 3 of 3 fresh runs, 2 of them with signature {obs.signature}; other symptoms in those runs: "
+            "reference:beyond-noise:9c47a48c") in body

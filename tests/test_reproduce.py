@@ -86,6 +86,7 @@ def test_summary_of_runs_keeps_every_symptom():
     ok = Verdict("pass", "health", "fine")
     o = summarize([nan, sigill, ok, nan], {"vllm": "0.32.0", "device": "cpu", "torch": "2.13.0+cpu"})
     assert (o.verdict, o.runs, o.reproduced, o.signature, o.symptoms) == ("divergence", 4, 3, nan.signature, [sigill.signature])
+    assert o.signature_runs == 2  # the shown signature's own count, beside the 3 that diverged
     assert o.isa  # the CPU's ISA class is recorded with a CPU observation
     again = load_case(dump_case(_case(o)))
     assert again.observed == [o]
@@ -97,6 +98,8 @@ def test_summary_of_runs_keeps_every_symptom():
     ({"runs": 0}, "observed[0].runs: must be >= 1"),
     ({"runs": 2, "reproduced": 3}, "observed[0].reproduced: must be 0 to runs (2)"),
     ({"runs": 2, "reproduced": 0, "verdict": "divergence"}, "observed[0].reproduced: 0 of 2 runs diverged, but verdict is divergence"),
+    ({"runs": 3, "reproduced": 2, "verdict": "divergence", "signature_runs": 3},
+     "observed[0].signature_runs: must be 1 to the runs that diverged (2)"),
 ])
 def test_observation_rate_is_checked_on_load(fields, message):
     o = {"vllm": "0.32.0", "verdict": "pass", **fields}

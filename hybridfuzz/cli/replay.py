@@ -29,7 +29,8 @@ def print_result(case_path: str, result, as_json: bool, observation=None) -> Non
                "signature": v.signature, "evidence": v.evidence, "engine_settings": result.trace.engine_settings,
                "timings": result.trace.timings, "env": result.trace.env}
         if observation is not None:
-            out.update(runs=observation.runs, reproduced=observation.reproductions, symptoms=observation.symptoms)
+            out.update(runs=observation.runs, reproduced=observation.reproductions, symptoms=observation.symptoms,
+                       signature_runs=observation.signature_runs)
         print(json.dumps(out, indent=2))
         return
     print(v.one_line())
@@ -46,7 +47,7 @@ def print_result(case_path: str, result, as_json: bool, observation=None) -> Non
 def run(args) -> int:
     from hybridfuzz.case import dump_case, load_case_file
     from hybridfuzz.findings import with_observation
-    from hybridfuzz.reproduce import reproduce
+    from hybridfuzz.reproduce import rate_text, reproduce
     from hybridfuzz.hosts import make_host
     from hybridfuzz.store import write_atomic
 
@@ -58,8 +59,7 @@ def run(args) -> int:
     result = next((r for r in results if obs.signature and r.verdict.signature == obs.signature), results[-1])
     print_result(args.case, result, args.json, obs if args.runs > 1 else None)
     if args.runs > 1 and not args.json:
-        print(f"  reproduced in {obs.reproductions} of {obs.runs} fresh runs" + (f" on {obs.isa}" if obs.isa else "")
-              + (f"; other symptoms: {', '.join(obs.symptoms)}" if obs.symptoms else ""))
+        print(f"  {rate_text(obs)}" + (f" (on {obs.isa})" if obs.isa else ""))
     if args.record:
         write_atomic(args.case, dump_case(with_observation(case, obs)))
     return 1 if obs.verdict == "divergence" else result.verdict.exit_code

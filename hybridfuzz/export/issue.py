@@ -18,6 +18,7 @@ import yaml
 from hybridfuzz import model as model_mod
 from hybridfuzz.case import Case, Generate, Observation, dump_case
 from hybridfuzz.export.script import standalone_script
+from hybridfuzz.reproduce import rate_text
 
 EXPECTED = {
     "health": "every step runs without an exception, crash or hang, and every logprob is finite",
@@ -158,9 +159,7 @@ def _observed(obs: Observation) -> list[str]:
     short = [e for e in obs.evidence if not e.startswith("log tail")]
     logs = [e for e in obs.evidence if e.startswith("log tail")]
     where = ", ".join(x for x in (obs.device, obs.isa, f"torch {obs.torch}" if obs.torch else "", obs.date) if x)
-    runs = f"; reproduced in {obs.reproductions} of {obs.runs} fresh runs" if obs.runs > 1 else ""
-    if obs.symptoms:
-        runs += f"; other symptoms in those runs: {', '.join(obs.symptoms)}"
+    runs = f"; {rate_text(obs)}" if obs.runs > 1 else ""
     lines = [f"On vLLM {obs.vllm} ({where}{runs}), the `{obs.oracle}` check failed:", "", "```text", obs.summary,
              *(e[:600] for e in short), "```", ""]
     for e in logs:
