@@ -3,12 +3,16 @@
 # shrink and replay jobs on copies of corpus cases. Before this, each plan carried its own copy of them (s26-s31).
 #
 #   source gpu/lease.sh 33          # the bundle's tag: parts in /tmp/pNN, SHA256 in /tmp/shaNN, site /tmp/siteNN
-#   lease_sampler; lease_install 38
+#   lease_begin 38                  # = lease_sampler; lease_install 38
 #   shrink_job SIG WORKERS BUDGET CORPUS_NAME [SHRINK ARGS...]; replay_job SIG RUNS CORPUS_NAME; wait "${jobs[@]}"
+#   shrink_alone SIG CORPUS_NAME [SHRINK ARGS...]   # a GPU-fault case, last, with the GPU to itself until the deadline
 #   lease_gpu_lost && echo lost; lease_end
-# Results go under $res (HF_RES, default /tmp/res), the log of what ran to $res/chain.log.
+# Results go under $res (HF_RES, default /tmp/res), the log of what ran to $res/chain.log. The lease's deadline is
+# LEASE_LEFT seconds (default 1530) from when this file is sourced: the device time left at the first call, less the
+# calls that bring the parts.
 tag=${1:?usage: source gpu/lease.sh TAG}
 here=${here:-$PWD}
+deadline=$(($(date +%s) + ${LEASE_LEFT:-1530}))
 res=${HF_RES:-/tmp/res}; mkdir -p "$res/shrink" "$res/replay"
 jobs=()
 
@@ -34,6 +38,8 @@ lease_sampler() {
   sampler=$!
 }
 
+lease_begin() { lease_sampler; lease_install "$1"; }  # lease_begin PARTS
+
 lease_install() {  # lease_install PARTS: install the bundle once all its parts have come (hf.sh waits for them)
   say "install start"
   HF_PARTS_COUNT=$1 hf platform > "$res/platform$tag.txt" 2>&1
@@ -56,6 +62,21 @@ replay_job() {  # replay_job SIG RUNS CORPUS_NAME: RUNS fresh runs of a copy of 
   (hf replay "$res/replay/$sig.yaml" --runs "$runs" --record --json > "$res/replay/$sig.json" 2> "$res/replay/$sig.log"
    say "replay-$sig rc $?") &
   jobs+=($!)
+}
+
+shrink_alone() {  # shrink_alone SIG CORPUS_NAME [SHRINK ARGS...]: one worker until the deadline, less 150 s for the
+  # confirmation, once the jobs before it are done; skipped if the GPU is lost or less than 180 s are left
+  wait "${jobs[@]}"; jobs=()
+  local left=$((deadline - $(date +%s) - 150))
+  if lease_gpu_lost; then
+    say "shrink-$1 skipped: the GPU is lost"
+  elif [ "$left" -lt 180 ]; then
+    say "shrink-$1 skipped: ${left}s left"
+  else
+    local sig=$1 name=$2; shift 2
+    shrink_job "$sig" 1 "$left" "$name" "$@"
+    wait "${jobs[@]}"; jobs=()
+  fi
 }
 
 lease_gpu_lost() { grep -q "GPU LOST" "$res/chain.log" 2>/dev/null; }

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from hybridfuzz.case import Case, Observation
+from hybridfuzz.case import Case, DeviceKind, Observation, device_kind
 
 MISS_PROBABILITY = 0.01  # a recorded flaky finding may go unseen in the check's runs at most this often
 MAX_RUNS = 6
@@ -98,6 +98,29 @@ def summarize(verdicts: list, env: dict) -> Observation:
     obs = observation_of(shown, {k: str(v) for k, v in env.items()})  # torch.__version__ is a str subclass YAML refuses
     return dataclasses.replace(obs, runs=len(verdicts), reproduced=len(bad) if len(verdicts) > 1 or bad else None,
                                symptoms=others, signature_runs=main_runs)
+
+
+def recorded_rate(case: Case, signature: str, device: DeviceKind) -> tuple[int, int]:
+    """(runs that gave ``signature``, runs) over what the case file records on this kind of device. An observation
+    that did not count its shown signature's runs (signature_runs) counts every run that diverged; a symptom seen
+    beside another counts once."""
+    hits = runs = 0
+    for o in case.observed:
+        if device_kind(o.device) != device:
+            continue
+        runs += o.runs
+        if o.signature == signature:
+            hits += o.signature_runs if o.signature_runs is not None else o.reproductions
+        elif signature in o.symptoms:
+            hits += 1
+    return hits, runs
+
+
+def shrink_tries(hits: int, runs: int) -> int:
+    """Fresh runs a shrink gives a batch of variants before none of them counts as failing: as many as make missing a
+    finding of rate hits/runs at most MISS_PROBABILITY likely (``runs_for``, the corpus check's rule), and 1 for one
+    seen every time."""
+    return max(1, runs_for(hits / runs)) if runs else 1
 
 
 def rate_text(obs: Observation) -> str:

@@ -236,8 +236,9 @@ class ShrinkResult:
     runs: int  # engine runs, references included
     accepted: list[str]  # the simplifications kept, in order
     seconds: float
-    finished: bool  # a full pass found nothing smaller, every variant of it judged
+    finished: bool  # a full pass found nothing smaller, every variant of it judged (``tries`` runs each)
     stopped: str = ""  # when not finished, why: the budget ended, a variant went unjudged, or the host was lost
+    tries: int = 1  # fresh runs a variant got before it counted as not failing
 
 
 def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool = False) -> tuple[list[Verdict], int]:
@@ -257,11 +258,20 @@ def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool =
     return [r.verdict for r in results], engines
 
 
+def _first_hit(chunk: list, verdicts: list[Verdict], signature: str):
+    """The first variant of the batch (in search order) whose run failed with ``signature``: (at, why, case, verdict)."""
+    return next(((i, why, c, v) for (i, why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
+
+
 def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,
            on_smaller: Callable[[Case, Verdict, str], None] = lambda c, v, why: None,
            log: Callable[[str], None] = print, alone: bool = False,
-           judge: Callable[[list[Case]], tuple[list[Verdict], int]] | None = None) -> ShrinkResult:
+           judge: Callable[[list[Case]], tuple[list[Verdict], int]] | None = None, tries: int = 1) -> ShrinkResult:
     """Greedy: take the first variant (in ``variants`` order) that fails with ``signature``; repeat.
+
+    ``tries``: fresh runs a batch of variants gets before none of them counts as failing (reproduce.shrink_tries: from
+    the finding's recorded rate). Judged once each, a finding that shows in half its runs drops half the simplifications
+    that keep it, and "minimal" says nothing (the H100 shrinks of 2026-12-05: 6e91af78 at 3 of 6 kept 1 simplification in 20 engine runs).
 
     ``on_smaller`` is called with every smaller failing case at once (write it to disk there),
     so a run killed mid-shrink keeps its progress. ``alone``: the finding is decided by the case's own
@@ -282,7 +292,7 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
 
     def ended(finished: bool, stopped: str = "") -> ShrinkResult:
         return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0,
-                            finished, stopped)
+                            finished, stopped, tries)
 
     while True:
         improved = False
@@ -294,17 +304,27 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
             verdicts, n = judge([c for _, _, c in chunk])
             runs += n
             spoiled = [unjudged(v) for v in verdicts]
-            unsure |= any(spoiled)
             lost = lost + 1 if all(spoiled) else 0
             if lost >= HOST_LOST_BATCHES:
                 log(f"  [{time.monotonic() - t0:6.0f}s] stopped: {lost} batches in a row ran no variant "
                     f"({verdicts[0].summary}); the host, not the case")
                 return ended(False, "host lost")
-            hit = next(((i, why, c, v) for (i, why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
+            hit = _first_hit(chunk, verdicts, signature)
+            attempt = 1
+            while not hit and attempt < tries:  # the same batch again, on fresh engines, until one shows it
+                if time.monotonic() - t0 > budget_s:  # its variants did not get their tries: no minimum is proven
+                    return ended(False, "budget ended")
+                attempt += 1
+                verdicts, n = judge([c for _, _, c in chunk])
+                runs += n
+                spoiled = [was and unjudged(v) for was, v in zip(spoiled, verdicts)]  # unjudged only if never judged
+                hit = _first_hit(chunk, verdicts, signature)
+            unsure |= any(spoiled)
             if hit:
                 at, why, current, verdict = hit
                 accepted.append(why)
-                log(f"  [{time.monotonic() - t0:6.0f}s] kept: {why} -> {describe(current)}")
+                log(f"  [{time.monotonic() - t0:6.0f}s] kept: {why} -> {describe(current)}"
+                    + (f" (on try {attempt} of {tries})" if attempt > 1 else ""))
                 on_smaller(current, verdict, why)
                 improved = True
                 break

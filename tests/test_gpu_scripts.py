@@ -533,3 +533,17 @@ def test_lease_shrink_job_shrinks_a_copy_of_a_corpus_case_through_the_site(tmp_p
     out = json_object((res / "shrink" / "ef8dca8d.json").read_text())
     assert out["written"] is None and out["target"] == "self_consistency:repeat-differs:471e1a80", out
     assert "its recorded self_consistency:repeat-differs:471e1a80" in (res / "shrink" / "ef8dca8d.log").read_text()
+
+
+def test_lease_shrink_alone_waits_for_the_others_and_keeps_to_the_deadline(tmp_path, tagged_site):
+    """shrink_alone runs last, with the GPU to itself: it waits for the plan's other jobs, and starts no shrink when the
+    deadline (LEASE_LEFT from the sourcing) leaves less than its confirmation and 180 s, or when the GPU is lost."""
+    res = tmp_path / "res"
+    r = _lease(tmp_path, tagged_site, "(sleep 2; say other-done) & jobs+=($!); shrink_alone 11c48cea no-such-case; "
+                                      "say 'GPU LOST: test'; shrink_alone 11c48cea no-such-case", LEASE_LEFT="300")
+    assert r.returncode == 0, r.stderr
+    lines = [ln.rsplit(" ", 1)[0] for ln in (res / "chain.log").read_text().splitlines()]
+    assert lines[0] == "other-done" and lines[1].startswith("shrink-11c48cea skipped: ") and lines[1].endswith("s left")
+    assert int(lines[1].split(": ")[1][:-len("s left")]) <= 300 - 150 - 2, lines
+    assert lines[3] == "shrink-11c48cea skipped: the GPU is lost", lines
+    assert not (res / "shrink" / "11c48cea.yaml").exists()

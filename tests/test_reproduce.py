@@ -135,3 +135,24 @@ def test_known_signatures_are_kept_per_kind_of_device(tmp_path):
     on_cpu, on_gpu = known_signatures(str(tmp_path), on="cpu"), known_signatures(str(tmp_path), on="gpu")
     assert on_cpu == {cpu.signature} and on_gpu == {gpu.signature}
     assert known_signatures(str(tmp_path)) == on_cpu | on_gpu
+
+
+def test_a_shrink_gives_a_sometimes_finding_the_tries_its_recorded_rate_needs():
+    """The rate comes from the runs the file records on this kind of device: counted signature runs where an
+    observation has them, every diverged run where it does not, a symptom seen beside another once, passes as misses."""
+    from hybridfuzz.reproduce import recorded_rate, shrink_tries
+
+    sig = "self_consistency:reload-differs:b32759bc"
+    case = load_case(CASE + f"""observed:
+- {{vllm: 0.33.0, verdict: divergence, device: NVIDIA H200, signature: '{sig}'}}
+- {{vllm: 0.33.0, verdict: pass, device: NVIDIA H200}}
+- {{vllm: 0.33.0, verdict: divergence, device: NVIDIA H100, signature: '{sig}', runs: 6, reproduced: 4, signature_runs: 3,
+   symptoms: ['reference:beyond-noise:9c47a48c']}}
+- {{vllm: 0.33.0, verdict: divergence, device: NVIDIA H100, signature: 'reference:beyond-noise:9c47a48c', runs: 2,
+   reproduced: 2, symptoms: ['{sig}']}}
+- {{vllm: 0.32.0, verdict: divergence, isa: x86_64/avx2, signature: '{sig}', runs: 3, reproduced: 3}}
+""")
+    assert recorded_rate(case, sig, "gpu") == (1 + 0 + 3 + 1, 1 + 1 + 6 + 2)
+    assert recorded_rate(case, sig, "cpu") == (3, 3)
+    assert shrink_tries(5, 10) == runs_for(0.5) == MAX_RUNS
+    assert shrink_tries(3, 3) == 1 and shrink_tries(0, 0) == 1 and shrink_tries(1, 3) == runs_for(1 / 3)

@@ -24,6 +24,10 @@ def add_arguments(p) -> None:
     options.add_budget(p, "30m", "wall-clock budget of the first replay and the search together (the replay that confirms "
                        "the result comes after it)")
     p.add_argument("--workers", type=options.positive_int, default=2, help="engines at once (variants run in parallel)")
+    p.add_argument("--tries", type=options.positive_int, default=None,
+                   help="fresh runs a batch of variants gets before none of them counts as failing (default: from the "
+                        "rate the case file records for the finding and the first runs here, so that a finding that "
+                        "shows only sometimes is missed at most 1%% of the time, at most 6; 1 for one seen every time)")
     p.add_argument("--warm", action="store_true",
                    help="on a warm fork server, as `fuzz` runs (default: cold, as a fresh process; a finding only a warm "
                         "server shows, such as one a cold AMX CPU hides behind its SIGILL, needs this)")
@@ -92,6 +96,7 @@ def _several(args) -> int:
         _engine_case(path, output_path(path, args.in_place))
     flags = ["--budget", f"{args.budget}s", "--workers", str(args.workers), "--timeout", str(args.timeout)]
     flags += ["--in-place"] * args.in_place + ["--json"] * args.json + ["--warm"] * args.warm + (["--signature", args.signature] if args.signature else [])
+    flags += ["--tries", str(args.tries)] if args.tries else []
     lock = threading.Lock()
 
     def relay(stream, name: str, to, keep: list | None) -> None:
@@ -135,6 +140,8 @@ def _one(args) -> int:
     from hybridfuzz.executor import needs_reference, replay
     from hybridfuzz.findings import observation_of, with_observation
     from hybridfuzz.hosts import make_host
+    from hybridfuzz.case import device_kind
+    from hybridfuzz.reproduce import recorded_rate, shrink_tries
     from hybridfuzz.shrink import describe, shrink, variants_at_once
     from hybridfuzz.oracles.health import decided_alone
     from hybridfuzz.store import write_atomic
@@ -179,13 +186,18 @@ def _one(args) -> int:
             alone = decided_alone(target, first.verdict.summary)
             per_case = 2 if needs_reference(case) and not alone else 1
             parallel = variants_at_once(target, max(1, args.workers // per_case))
+            hits, runs = recorded_rate(case, target, device_kind(str(env.get("device", "cpu"))))
+            hits, runs = hits + sum(v.signature == target for v in seen), runs + len(seen)
+            tries = args.tries or shrink_tries(hits, runs)
             # the budget is the command's: on a cold GPU host the first replay of 2026-12-05 took minutes, and
             # seven shrinks of --budget 460s searched on to about 690 s (results/gpu-h200-2026-12-05-s30/)
             left = args.budget - (time.monotonic() - started)
-            say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time, {max(left, 0):.0f}s of the "
-                f"{args.budget:.0f}s budget left -> {out}")
+            rate = f" (given; {hits} of {runs} runs recorded)" if args.tries else f" ({hits} of {runs} runs recorded)"
+            say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time"
+                + (f", {tries} tries a batch{rate}" if tries > 1 or args.tries else "")
+                + f", {max(left, 0):.0f}s of the {args.budget:.0f}s budget left -> {out}")
             result = shrink(case, target, host, left, parallel, args.timeout,
-                            on_smaller=lambda c, v, why: keep(c, v, env, why), log=say, alone=alone)
+                            on_smaller=lambda c, v, why: keep(c, v, env, why), log=say, alone=alone, tries=tries)
             confirm = replay(result.case, host, args.timeout)
     except KeyboardInterrupt:
         say(f"hybridfuzz: interrupted; {'the smallest case so far is in ' + os.path.relpath(out) if kept else 'nothing smaller was found yet'}")
@@ -196,7 +208,8 @@ def _one(args) -> int:
         return INTERRUPTED
     same = confirm.verdict.signature == target
     note = (f"shrunk by `hybridfuzz shrink` ({len(result.accepted)} simplifications, {result.runs} engine runs, "
-            f"{result.seconds:.0f}s{'' if result.finished else ', ' + result.stopped}); replayed on a fresh engine: "
+            f"{result.seconds:.0f}s{'' if result.tries == 1 else f', up to {result.tries} runs a variant'}"
+            f"{'' if result.finished else ', ' + result.stopped}); replayed on a fresh engine: "
             f"{'same signature' if same else confirm.verdict.status + ' ' + confirm.verdict.signature}.")
     # a confirmation that did not run the case has no environment of its own (on the H200 of 2026-12-04 three
     # confirmations met a host without its GPU and wrote "vllm: unknown" on a CPU's ISA): the kept run's verdict
@@ -215,5 +228,6 @@ def _one(args) -> int:
     if args.json:
         print(json.dumps({"case": args.case, "written": out, "target": target, "finished": result.finished, "stopped": result.stopped,
                           "simplifications": result.accepted, "engine_runs": result.runs, "seconds": round(result.seconds, 1),
+                          "tries": result.tries,
                           "replayed": same, "status": confirm.verdict.status, "signature": confirm.verdict.signature}, indent=2))
     return OK if same else FOUND
