@@ -87,3 +87,51 @@ def test_a_death_by_signal_names_the_device_fault_its_log_holds(tmp_path):
     assert check_health(faulted).symptom == DEVICE_FAULT_SYMPTOM
     plain = died(stack)
     assert "the log says" not in plain.error.message and check_health(plain).symptom == "crash:SIGABRT"
+
+
+KERNEL_LOG = "".join(f"/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:94: operator(): block: [0,0,0], thread: [{i},0,0] "
+                     "Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n" for i in range(64))
+KERNEL_SAYS = ("; the kernel says: /pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:94: operator(): "
+               "Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.")
+
+
+def test_a_device_fault_names_the_kernel_that_asserted(tmp_path):
+    """The exception a device-side assert leaves names whoever launched next ("Triton Error [CUDA]: device-side assert
+    triggered" in Triton's launcher, H100 2026-12-05); the kernel that asserted printed its line to the log. It goes
+    into the message for the report, and the signature stays the device fault's. An error that is no device fault,
+    or a log without the line, keeps its message."""
+    import json
+
+    from hybridfuzz.engines.isolation import collect
+    from hybridfuzz.oracles.health import check_health
+
+    def collected(message: str, log_text: str) -> Trace:
+        error = ErrorInfo("RuntimeError", message, "triton/compiler/compiler.py:479 in _init_handles")
+        trace = Trace(outcome="error", error=error, steps=[StepResult(index=0, kind="generate", error=error)])
+        (tmp_path / "result.json").write_text(json.dumps(trace.to_dict()))
+        (tmp_path / "engine.log").write_text("INFO 12-05 19:25:55 [core.py:1] starting\n" + log_text)
+        (got,) = collect(str(tmp_path / "result.json"), str(tmp_path / "engine.log"), 0, False, 60, 1.0)
+        return got
+
+    fault = "Triton Error [CUDA]: device-side assert triggered"
+    named, bare = collected(fault, KERNEL_LOG), collected(fault, "")
+    assert named.error.message == fault + KERNEL_SAYS and bare.error.message == fault
+    assert check_health(named).signature == check_health(bare).signature
+    assert collected("CUDA out of memory", KERNEL_LOG).error.message == "CUDA out of memory"
+
+
+def test_a_death_by_signal_names_the_kernel_too(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from hybridfuzz.engines.isolation import collect
+
+    log = tmp_path / "engine.log"
+    text = KERNEL_LOG + "terminate called after throwing an instance of 'c10::AcceleratorError'\n  what():  CUDA error: device-side assert triggered\n"
+    with open(log, "w") as f:
+        p = subprocess.Popen([sys.executable, "-c", f"import os, sys; sys.stdout.write({text!r}); sys.stdout.flush(); os.abort()"],
+                             stdout=f, stderr=subprocess.STDOUT)
+        _, status = os.waitpid(p.pid, 0)
+    (trace,) = collect(str(tmp_path / "none.json"), str(log), status, False, 60, 1.0)
+    assert trace.error.message.endswith("; the log says: what():  CUDA error: device-side assert triggered" + KERNEL_SAYS)

@@ -89,6 +89,28 @@ def device_fault_line(log: str) -> str:
     return log[start:end if end >= 0 else len(log)].strip()[:300]
 
 
+# The line CUDA's device-side assert prints for each faulting thread (PyTorch's CUDA_KERNEL_ASSERT, Triton's
+# device_assert, a kernel's own assert): "FILE:LINE: FUNCTION: block: [0,0,0], thread: [8,0,0] Assertion `COND` failed."
+# It names the kernel; the exception the host catches later ("Triton Error [CUDA]: device-side assert triggered" at the
+# next launch, H100 2026-12-05) names only whoever synchronized next.
+KERNEL_ASSERT = re.compile(r"^(.*?)(?:block|global id): \[[\d, ]+\], (?:thread|local id): \[[\d, ]+\] (Assertion .* failed\.?)\s*$", re.M)
+
+
+def kernel_assert_line(log: str) -> str:
+    """The first kernel assertion in an engine's log, without its thread coordinates (the same for every thread), or ""."""
+    m = KERNEL_ASSERT.search(log)
+    return f"{m.group(1).strip()} {m.group(2)}".strip()[:300] if m else ""
+
+
+def name_the_kernel(traces: list[Trace], log: str) -> None:
+    """Add the kernel assertion of ``log`` to each device fault's message, for the report; the signature stays the
+    device fault's (oracles/health.py device_fault_signature), whichever kernel it names."""
+    faulted = [t for t in traces if device_fault(t.error) and "; the kernel says: " not in t.error.message]
+    if faulted and (kernel := kernel_assert_line(log)):
+        for t in faulted:
+            t.error.message += f"; the kernel says: {kernel}"
+
+
 # Code that only validates a configuration, before any engine exists.
 _CONFIG_CODE = re.compile(r"vllm/config/|vllm/engine/arg_utils\.py|pydantic|create_engine_config|__post_init__|"
                           r"verify_|_verify|check_and_update_config")

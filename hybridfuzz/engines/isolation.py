@@ -12,7 +12,7 @@ import json
 import os
 import signal
 
-from hybridfuzz.engines.base import device_fault_line
+from hybridfuzz.engines.base import device_fault_line, name_the_kernel
 from hybridfuzz.trace import ErrorInfo, StepResult, Trace
 
 
@@ -157,6 +157,8 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
             log = tail(log_path, 60000)
             for t in traces:
                 unwrap(t, log)
+    if not timed_out:
+        name_the_kernel(traces, tail(log_path, 200000))
     traces[-1].timings["wall_s"] = wall
     return traces
 

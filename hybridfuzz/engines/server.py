@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
-from hybridfuzz.engines.base import ENGINE_DEFAULTS, REJECTION_TYPES, classify  # noqa: F401  (REJECTION_TYPES re-exported)
+from hybridfuzz.engines.base import ENGINE_DEFAULTS, REJECTION_TYPES, classify, name_the_kernel  # noqa: F401  (REJECTION_TYPES re-exported)
 from hybridfuzz.engines.inflight import InFlight
 from hybridfuzz.engines.isolation import SequentialHost, tail
 from hybridfuzz.engines.logs import root_cause
@@ -299,6 +299,7 @@ class ServerHost(SequentialHost):
                 server.kill()
                 if server.log_path:
                     full = tail(log_path, 200000)
+                    name_the_kernel([trace], full)
                     trace.engine_settings.update({k: v for k, v in _log_settings(full).items() if k not in trace.engine_settings})
                     if trace.outcome != "ok":
                         trace.log_tail = tail(log_path)
