@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Callable, Literal, Protocol
 
 from hybridfuzz.trace import ErrorInfo, Trace
 
@@ -102,13 +102,17 @@ def kernel_assert_line(log: str) -> str:
     return f"{m.group(1).strip()} {m.group(2)}".strip()[:300] if m else ""
 
 
-def name_the_kernel(traces: list[Trace], log: str) -> None:
-    """Add the kernel assertion of ``log`` to each device fault's message, for the report; the signature stays the
-    device fault's (oracles/health.py device_fault_signature), whichever kernel it names."""
-    faulted = [t for t in traces if device_fault(t.error) and "; the kernel says: " not in t.error.message]
-    if faulted and (kernel := kernel_assert_line(log)):
+KERNEL_SAYS = "; the kernel says: "
+
+
+def name_the_kernel(traces: list[Trace], read_log: Callable[[], str]) -> None:
+    """Add the kernel assertion of the engine's log to each device fault's message, for the report; the signature stays
+    the device fault's (oracles/health.py device_fault_signature), whichever kernel it names. The log is read only when
+    a trace has a device fault: every case's collection passes here."""
+    faulted = [t for t in traces if device_fault(t.error) and KERNEL_SAYS not in t.error.message]
+    if faulted and (kernel := kernel_assert_line(read_log())):
         for t in faulted:
-            t.error.message += f"; the kernel says: {kernel}"
+            t.error.message += KERNEL_SAYS + kernel
 
 
 # Code that only validates a configuration, before any engine exists.

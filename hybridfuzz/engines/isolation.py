@@ -158,7 +158,7 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
             for t in traces:
                 unwrap(t, log)
     if not timed_out:
-        name_the_kernel(traces, tail(log_path, 200000))
+        name_the_kernel(traces, lambda: tail(log_path, 200000))
     traces[-1].timings["wall_s"] = wall
     return traces
 

@@ -299,7 +299,7 @@ class ServerHost(SequentialHost):
                 server.kill()
                 if server.log_path:
                     full = tail(log_path, 200000)
-                    name_the_kernel([trace], full)
+                    name_the_kernel([trace], lambda: full)
                     trace.engine_settings.update({k: v for k, v in _log_settings(full).items() if k not in trace.engine_settings})
                     if trace.outcome != "ok":
                         trace.log_tail = tail(log_path)
