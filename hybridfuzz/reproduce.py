@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -100,11 +101,11 @@ def summarize(verdicts: list, env: dict) -> Observation:
                                symptoms=others, signature_runs=main_runs)
 
 
-def recorded_rate(case: Case, signature: str, device: DeviceKind) -> tuple[int, int]:
-    """(runs that gave ``signature``, runs) over what the case file records on this kind of device. An observation
-    that did not count its shown signature's runs (signature_runs) counts every run that diverged; a symptom seen
-    beside another counts once."""
-    hits = runs = 0
+def recorded_rate(case: Case, signature: str, device: DeviceKind, seen: Sequence[str] = ()) -> tuple[int, int]:
+    """(runs that gave ``signature``, runs) over what the case file records on this kind of device, plus the fresh
+    runs just made whose signatures are ``seen``. An observation that did not count its shown signature's runs
+    (signature_runs) counts every run that diverged; a symptom seen beside another counts once."""
+    hits, runs = sum(s == signature for s in seen), len(seen)
     for o in case.observed:
         if device_kind(o.device) != device:
             continue

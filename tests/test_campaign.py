@@ -462,6 +462,36 @@ def test_background_shrinker_goes_on_after_a_job_that_fails(tmp_path):
     assert shrinker.pending == 0
 
 
+@pytest.mark.engine
+def test_background_shrinker_gives_a_sometimes_finding_the_tries_its_recorded_rate_needs(tmp_path):
+    """A finding taken up again with a recorded rate (1 of 3 runs here) is shrunk with the tries `hybridfuzz shrink`
+    would give it (reproduce.recorded_rate, shrink_tries), and one seen every time with one: the campaign's shrinker
+    judged every variant once, and a finding that shows in half its runs lost half the simplifications that keep it."""
+    from hybridfuzz.campaign.background import BackgroundShrinker
+    from hybridfuzz.case import Case, Generate, Observation, dump_case
+    from hybridfuzz.hosts import make_host
+    from hybridfuzz.model import LINEAR, ModelSpec
+    from hybridfuzz.reproduce import shrink_tries
+
+    sig = "health:error:X:1"
+    paths = {}
+    for name, runs, hits in [("sometimes", 3, 1), ("always", 2, 2)]:
+        seen = Observation(vllm="0.32.0", verdict="divergence", signature=sig, runs=runs, reproduced=hits, summary="x")
+        paths[name] = tmp_path / f"{name}.yaml"
+        paths[name].write_text(dump_case(Case(ModelSpec(layers=(LINEAR,)), [Generate([[5, 6, 7]], max_tokens=2)],
+                                              observed=[seen])))
+    said = []
+    shrinker = BackgroundShrinker(lambda: make_host("forkserver", workers=1, timeout=300, warm=False), parallel=1,
+                                  budget_s=0.0, timeout_s=300, on_done=lambda o: None, log=said.append)
+    for path in paths.values():
+        shrinker.submit(sig, str(path))
+    shrinker.close(time.time() + 600)
+    shrinking = [line for line in said if "shrinking" in line]
+    assert len(shrinking) == 2 and shrink_tries(1, 3) > 1, said
+    assert f"{shrink_tries(1, 3)} tries a batch (1 of 3 runs recorded)" in shrinking[0], shrinking
+    assert "tries" not in shrinking[1], shrinking
+
+
 def test_background_shrinker_takes_crashes_first_then_in_order():
     """Two shrink slots a host cannot keep up with a GPU campaign's findings (36 open of 39 on the H200,
     2026-12-03): the health oracle's go first, the rest in the order found, the end marker last."""

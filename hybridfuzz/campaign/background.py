@@ -158,8 +158,10 @@ class BackgroundShrinker:
             host.close()
 
     def _shrink(self, job: ShrinkJob, host) -> None:
+        from hybridfuzz.case import device_kind
         from hybridfuzz.executor import replay
         from hybridfuzz.findings import replayed
+        from hybridfuzz.reproduce import recorded_rate, shrink_tries
         from hybridfuzz.shrink import shrink
         from hybridfuzz.oracles.health import decided_alone, startup_timeout
 
@@ -171,9 +173,11 @@ class BackgroundShrinker:
             write_atomic(path, dump_case(smaller.replace(observed=observed)))
 
         alone = bool(observed) and decided_alone(job.signature, observed[-1].summary)
+        seen: list[str] = []  # the signatures of fresh runs made here, for the tries below
         # a warm engine's finding, or a start-up timeout (a loaded host makes those too): confirmed before it is shrunk
         if job.confirm or (bool(observed) and startup_timeout(job.signature, observed[-1].summary)):
             first = replay(case.replace(observed=[]), host, self.timeout_s, alone=alone)
+            seen.append(first.verdict.signature)
             if first.verdict.signature != job.signature:  # not confirmed: kept, as flaky, with what the replay saw
                 unconfirmed, _ = replayed(case, first, job.signature)
                 self.busy_s += time.time() - t0
@@ -181,9 +185,15 @@ class BackgroundShrinker:
                                            1 + (first.reference is not None), True))
                 return
         budget = max(0.0, min(self.budget_s, self.deadline - time.time()))
-        self.log(f"{job.signature}: shrinking, {budget:.0f} s budget")
+        # the CLI's rule (reproduce.recorded_rate): a finding taken up again from an earlier run records how often it
+        # showed, and one that showed in half its runs would lose half the simplifications that keep it if judged once
+        hits, runs = recorded_rate(case, job.signature, device_kind(observed[-1].device) if observed else "cpu", seen)
+        tries = shrink_tries(hits, runs)
+        self.log(f"{job.signature}: shrinking, {budget:.0f} s budget"
+                 + (f", {tries} tries a batch ({hits} of {runs} runs recorded)" if tries > 1 else ""))
         result = shrink(case.replace(observed=[]), job.signature, host, budget, self.parallel * (2 if alone else 1),
-                        self.timeout_s, on_smaller=keep, log=lambda line: self.log(f"{job.signature}: {line.strip()}"), alone=alone)
+                        self.timeout_s, on_smaller=keep, log=lambda line: self.log(f"{job.signature}: {line.strip()}"),
+                        alone=alone, tries=tries)
         minimal = load_case_file(job.path)
         again = replay(minimal.replace(observed=[]), host, self.timeout_s, alone=alone)
         minimal, replays = replayed(minimal, again, job.signature)

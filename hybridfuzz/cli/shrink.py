@@ -186,8 +186,7 @@ def _one(args) -> int:
             alone = decided_alone(target, first.verdict.summary)
             per_case = 2 if needs_reference(case) and not alone else 1
             parallel = variants_at_once(target, max(1, args.workers // per_case))
-            hits, runs = recorded_rate(case, target, device_kind(str(env.get("device", "cpu"))))
-            hits, runs = hits + sum(v.signature == target for v in seen), runs + len(seen)
+            hits, runs = recorded_rate(case, target, device_kind(str(env.get("device", "cpu"))), [v.signature for v in seen])
             tries = args.tries or shrink_tries(hits, runs)
             # the budget is the command's: on a cold GPU host the first replay of 2026-12-05 took minutes, and
             # seven shrinks of --budget 460s searched on to about 690 s (results/gpu-h200-2026-12-05-s30/)
