@@ -13,7 +13,7 @@ import statistics
 
 from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
-from hybridfuzz.oracles.compare import QUANTIZED, compare_requests, measure
+from hybridfuzz.oracles.compare import compare_requests, measure, reference_tolerance
 
 
 LOGPROBS = 20  # as the fuzz strategies ask: top-k membership needs a k well above 5
@@ -66,7 +66,7 @@ def load_pairs(path: str) -> list:
 
 def judge_pairs(records, n: int | None = None) -> dict:
     """The report for (case, trace, reference trace) records: overall, and per KV dtype (outcomes, the errors
-    of runs that did not finish ok, drift, flips, flips outside the other's top-k, requests QUANTIZED flags)."""
+    of runs that did not finish ok, drift, flips, flips outside the other's top-k, requests its reference tolerance flags and that rule)."""
     drifts, margins, flagged, requests, skipped = [], [], 0, 0, 0
     top1, gaps = [], []  # the reference model's own confidence: top-1 logprob and top-1/top-2 gap
     by: dict[str, dict] = {}
@@ -74,7 +74,7 @@ def judge_pairs(records, n: int | None = None) -> dict:
         dtype = case.engine.kv_cache_dtype
         g = by.setdefault(dtype, {"pairs": 0, "outcomes": {}, "errors": [], "requests": 0, "flips": 0,
                                   "outside_topk": 0, "drift_max": 0.0, "flip_margin_max": 0.0, "min_topk_overlap": None,
-                                  "flagged": 0})
+                                  "flagged": 0, "rule": _rule(dtype)})
         g["pairs"] += 1
         outcome = got.outcome if ref.outcome == "ok" else f"reference {ref.outcome}"
         g["outcomes"][outcome] = g["outcomes"].get(outcome, 0) + 1
@@ -105,7 +105,7 @@ def judge_pairs(records, n: int | None = None) -> dict:
                     g["min_topk_overlap"] = ov if g["min_topk_overlap"] is None else min(g["min_topk_overlap"], ov)
                 else:
                     g["flip_margin_max"] = round(max(g["flip_margin_max"], m), 3)
-            bad = compare_requests(a, b, QUANTIZED) is not None
+            bad = compare_requests(a, b, reference_tolerance(dtype)) is not None
             flagged += bad
             g["flagged"] += bad
     q = lambda xs: [round(x, 3) for x in statistics.quantiles(xs, n=10)] if len(xs) >= 2 else xs  # noqa: E731
@@ -114,9 +114,14 @@ def judge_pairs(records, n: int | None = None) -> dict:
             "flip_margins": sorted(round(m, 3) for m in margins),
             "reference_top1_logprob_deciles": q(top1), "reference_top1_top2_gap_deciles": q(gaps),
             "reference_gap_below_0.1_share": round(sum(g < 0.1 for g in gaps) / len(gaps), 3) if gaps else None,
-            "rule": {"flip_margin": QUANTIZED.flip_margin, "drift": QUANTIZED.drift},
             "by_dtype": dict(sorted(by.items())),
             "false_alarms": flagged, "false_alarm_rate": round(flagged / requests, 4) if requests else None}
+
+
+def _rule(dtype: str) -> dict:
+    """The reference tolerance that judges this dtype (oracles/compare.py reference_tolerance), for the report."""
+    tol = reference_tolerance(dtype)
+    return {"flip_margin": tol.flip_margin, "drift": tol.drift, "min_topk_overlap": tol.min_topk_overlap}
 
 
 def topk_overlap_at_flip(ref, got) -> float:

