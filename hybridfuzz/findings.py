@@ -152,11 +152,14 @@ def of_filed_class(case: Case, verdict, vllm: str, device: str, classes: dict[Kv
 
 
 def with_observation(case: Case, obs: Observation) -> Case:
-    """The case with this observation replacing any earlier one of the same vLLM, device, CPU ISA class and verdict.
-    One of another verdict stays beside it: machines of one class can disagree (LFM2's batch-drift cases passed on
-    one AVX2 box and diverged on another), and ``reproduce.expectation`` then asserts nothing on that class."""
+    """The case with this observation replacing any earlier one of the same vLLM, device, CPU ISA class, verdict and
+    signature. One of another verdict stays beside it: machines of one class can disagree (LFM2's batch-drift cases
+    passed on one AVX2 box and diverged on another), and ``reproduce.expectation`` then asserts nothing on that class.
+    One of another signature stays too: a shrink's device fault, seen once, was replaced by `replay --record`'s three
+    runs that showed only the int4 reference distance (H100, 2026-12-05), and the file no longer said it had faulted."""
     kept = [o for o in case.observed
-            if not (o.vllm == obs.vllm and o.device == obs.device and o.isa == obs.isa and o.verdict == obs.verdict)]
+            if not (o.vllm == obs.vllm and o.device == obs.device and o.isa == obs.isa and o.verdict == obs.verdict
+                    and o.signature == obs.signature)]
     return case.replace(observed=[*kept, obs])
 
 

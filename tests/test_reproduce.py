@@ -64,6 +64,12 @@ def test_recording_keeps_a_disagreeing_machine_of_the_same_class():
     case = with_observation(case, obs("x86_64/avx2", 3, 2))  # the same machine again: its own record is replaced
     assert [(o.isa, o.verdict, o.reproduced) for o in case.observed][-1] == ("x86_64/avx2", "divergence", 2)
     assert len(case.observed) == 3
+    # another symptom on the same machine stays beside it: a finding once seen is not overwritten by runs that missed it
+    other = obs("x86_64/avx2", 3, 3, signature="reference:beyond-noise:9c47a48c")
+    case = with_observation(case, other)
+    assert [(o.isa, o.verdict, o.signature) for o in case.observed][-2:] == [
+        ("x86_64/avx2", "divergence", ""), ("x86_64/avx2", "divergence", other.signature)]
+    assert len(case.observed) == 4
 
 
 def test_pass_and_missing_expectations():
