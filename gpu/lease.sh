@@ -65,9 +65,11 @@ replay_job() {  # replay_job SIG RUNS CORPUS_NAME: RUNS fresh runs of a copy of 
 }
 
 shrink_alone() {  # shrink_alone SIG CORPUS_NAME [SHRINK ARGS...]: one worker until the deadline, less 150 s for the
-  # confirmation, once the jobs before it are done; skipped if the GPU is lost or less than 180 s are left
+  # confirmation, once the jobs before it are done; skipped if the GPU is lost or less than 180 s are left.
+  # share=N shrink_alone ...: N % of that time, leaving the rest to a later shrink_alone (s33's plan gave all of it
+  # to a case that did not reproduce, and none to the next)
   wait "${jobs[@]}"; jobs=()
-  local left=$((deadline - $(date +%s) - 150))
+  local left=$(( (deadline - $(date +%s) - 150) * ${share:-100} / 100 ))
   if lease_gpu_lost; then
     say "shrink-$1 skipped: the GPU is lost"
   elif [ "$left" -lt 180 ]; then
