@@ -97,28 +97,35 @@ def drift_floor(run_dir: str, field: DriftField = "repeat_drift") -> list[DriftF
     """Per feature value (shared_features.FEATURES), how far repeated requests drifted in the cases a campaign ran:
     the data to calibrate a GPU's schedule tolerance from, on every family and backend the campaign drew (with
     ``exact_drift``: the false-alarm floor of the exact rule for same-schedule repeats; with ``reference_drift`` and
-    ``reference_margin``: the case against its reference engine, for the reference tolerance QUANTIZED, whose flip
-    margin is inf where a token left the other's top-k). Drift only: a replaced
+    ``reference_margin``: the case against its reference engine, each counted against its KV dtype's reference
+    tolerance (compare.reference_tolerance), the flip margin inf where a token left the other's top-k). Drift only: a replaced
     distribution is no drift and is never counted here. A real bug's drift is in it too, so read the upper
     quantiles beside the run's findings."""
     from hybridfuzz.campaign.records import iter_events
-    from hybridfuzz.oracles.compare import EXACT, QUANTIZED
+    from hybridfuzz.oracles.compare import EXACT, reference_tolerance
     from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE
     from hybridfuzz.shared_features import FEATURES
 
-    tolerance = {"exact_drift": EXACT.drift, "reference_drift": QUANTIZED.drift,
-                 "reference_margin": QUANTIZED.flip_margin}.get(field, SCHEDULE_VARIANCE.drift)
+    def tolerance(e) -> float:
+        """The bound the oracle holds this event's ``field`` to."""
+        if field == "exact_drift":
+            return EXACT.drift
+        if field in ("reference_drift", "reference_margin"):
+            tol = reference_tolerance(e.kv_cache_dtype)
+            return tol.drift if field == "reference_drift" else tol.flip_margin
+        return SCHEDULE_VARIANCE.drift
+
     events = [e for e in iter_events(run_dir) if getattr(e, field) is not None and e.phase == "generate"]  # not a shrink's variants
     out = []
     for name, read in FEATURES.items():
-        by: dict[str, list[float]] = {}
+        by: dict[str, list[tuple[float, float]]] = {}  # value -> (distance, its bound)
         for e in events:
             if value := read(e):
-                by.setdefault(value, []).append(getattr(e, field))
-        for value, ds in sorted(by.items()):
-            ds.sort()
+                by.setdefault(value, []).append((getattr(e, field), tolerance(e)))
+        for value, pairs in sorted(by.items()):
+            ds = sorted(d for d, _ in pairs)
             out.append(DriftFloor(name, value, len(ds), ds[len(ds) // 2], ds[min(len(ds) - 1, int(0.99 * len(ds)))], ds[-1],
-                                  sum(d > tolerance for d in ds)))
+                                  sum(d > bound for d, bound in pairs)))
     return out
 
 

