@@ -161,5 +161,10 @@ def test_a_shrink_gives_a_sometimes_finding_the_tries_its_recorded_rate_needs():
     assert recorded_rate(case, sig, "gpu") == (1 + 0 + 3 + 1, 1 + 1 + 6 + 2)
     assert recorded_rate(case, sig, "cpu") == (3, 3)
     assert recorded_rate(case, sig, "cpu", [sig, "health:crash:SIGABRT:0"]) == (4, 5)  # plus fresh runs just made
+    # the shrink's first runs, before it gives up on a recorded finding, follow the same rule, never fewer than 3
+    from hybridfuzz.cli.shrink import RECORDED_TRIES, first_runs
+
+    assert first_runs(case, [sig], "gpu") == shrink_tries(5, 10) > RECORDED_TRIES
+    assert first_runs(case, [sig], "cpu") == RECORDED_TRIES and first_runs(case, [], "gpu") == RECORDED_TRIES
     assert shrink_tries(5, 10) == runs_for(0.5) == MAX_RUNS
     assert shrink_tries(3, 3) == 1 and shrink_tries(0, 0) == 1 and shrink_tries(1, 3) == runs_for(1 / 3)

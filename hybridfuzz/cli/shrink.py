@@ -19,8 +19,9 @@ def add_arguments(p) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", help="where the minimal case goes (default CASE.min.yaml; written after every step)")
     where.add_argument("--in-place", action="store_true", help="overwrite CASE itself (atomically, after every step)")
-    p.add_argument("--signature", help="the failure to keep (default: one the case file records, tried on up to "
-                                       f"{RECORDED_TRIES} fresh runs; for a case that records none, what its first run shows)")
+    p.add_argument("--signature", help="the failure to keep (default: one the case file records, tried on as many "
+                                       f"fresh runs as its recorded rate needs, at least {RECORDED_TRIES}; for a case "
+                                       "that records none, what its first run shows)")
     options.add_budget(p, "30m", "wall-clock budget of the first replay and the search together (the replay that confirms "
                        "the result comes after it)")
     p.add_argument("--workers", type=options.positive_int, default=2, help="engines at once (variants run in parallel)")
@@ -35,9 +36,18 @@ def add_arguments(p) -> None:
     options.add_json(p)
 
 
-# Fresh runs a shrink gives a case that records its finding before it gives up on it (at most half its budget): a
-# recorded finding of the per-token-head class reproduced in 3 of 6 runs on the H100 of 2026-12-05.
+# Fresh runs a shrink gives a case that records its finding before it gives up on it (at most half its budget), at
+# least: a recorded finding of the per-token-head class reproduced in 3 of 6 runs on the H100 of 2026-12-05.
 RECORDED_TRIES = 3
+
+
+def first_runs(case, recorded: list[str], device) -> int:
+    """Fresh runs the case gets to show one of its ``recorded`` signatures before the shrink gives up: as many as the
+    best-recorded one's rate needs (reproduce.shrink_tries, the search's own rule), at least RECORDED_TRIES. s33's
+    device-fault case, recorded in 2 of 4 runs, was given 3 and gave up (results/gpu-h100-2026-12-05-s33/)."""
+    from hybridfuzz.reproduce import recorded_rate, shrink_tries
+
+    return max([RECORDED_TRIES, *(shrink_tries(*recorded_rate(case, sig, device)) for sig in recorded)])
 
 
 def shrink_targets(case) -> list[str]:
@@ -165,7 +175,8 @@ def _one(args) -> int:
             first = replay(case, host, args.timeout)
             say(f"{args.case}: {first.verdict.one_line()}")
             seen = [first.verdict]
-            while (recorded and first.verdict.signature not in recorded and len(seen) < RECORDED_TRIES
+            most = first_runs(case, recorded, device_kind(str(first.trace.env.get("device", "cpu"))))
+            while (recorded and first.verdict.signature not in recorded and len(seen) < most
                    and time.monotonic() - started < args.budget / 2):
                 first = replay(case, host, args.timeout)  # a recorded finding that reproduces only sometimes
                 say(f"{args.case}: again: {first.verdict.one_line()}")
