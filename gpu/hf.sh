@@ -24,7 +24,9 @@ fi
 src=$site.src
 if [ ! -d "$src/.hybridfuzz-core" ] || [ "${HF_RESNAPSHOT:-0}" = 1 ]; then
   rm -rf "$src"; mkdir -p "$src"
-  (cd "$here" && tar --exclude=./.gpu --exclude=./.git --exclude='./*.egg-info' -cf - .) | tar -C "$src" -xf -
+  # not the bundle, git, a virtualenv or the tools' caches in the checkout (a .venv there once went into every snapshot)
+  (cd "$here" && tar --exclude=./.gpu --exclude=./.git --exclude='./*.egg-info' --exclude=./.venv --exclude=./.hypothesis \
+      --exclude=./.pytest_cache --exclude=./.ruff_cache -cf - .) | tar -C "$src" -xf -
   # the installed layout: strategies/ -> hybridfuzz.strategies, oracles/ -> hybridfuzz.oracles.
   # The package dir itself becomes that link farm, since commands run from $src (cwd first on sys.path).
   mv "$src/hybridfuzz" "$src/.hybridfuzz-core"

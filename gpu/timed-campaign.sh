@@ -25,8 +25,17 @@ timeout -s INT -k 60 $((budget + grace)) bash "$here/gpu/hf.sh" "/tmp/p$tag" "/t
 runner=$!
 spy=""
 if [ -n "${HF_PYSPY:-}" ]; then
-  camp=""  # the campaign's Python: timeout's child, once hf.sh has exec'd it
-  for _ in $(seq 100); do camp=$(pgrep -P "$runner" -f "hybridfuzz.cli campaign" | head -1); [ -n "$camp" ] && break; sleep 0.2; done
+  # The campaign's Python is timeout's child once hf.sh has exec'd it (same pid). Found by reading its command line
+  # with builtins every 20 ms for up to 20 s: a pgrep every 0.2 s could miss a campaign that refuses in 0.3 s (CPU).
+  camp=""; kid=""
+  for _ in $(seq 1000); do
+    [ -n "$kid" ] || kid=$(pgrep -P "$runner" | head -1)
+    if [ -n "$kid" ] && mapfile -d '' argv < "/proc/$kid/cmdline" 2>/dev/null; then
+      case "${argv[*]}" in *"hybridfuzz.cli campaign"*) camp=$kid; break ;; esac
+    fi
+    kill -0 "$runner" 2>/dev/null || break
+    sleep 0.02
+  done
   if [ -n "$camp" ]; then
     "$HF_PYSPY" record --pid "$camp" --subprocesses --nonblocking --rate "${HF_PYSPY_RATE:-5}" --format raw \
         -o "$res/$name-prof.txt" > "$res/$name-pyspy.log" 2>&1 &

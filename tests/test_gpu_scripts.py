@@ -55,6 +55,27 @@ def test_hf_runs_a_hybridfuzz_command_from_the_snapshot(site):
     assert any(os.path.isfile(os.path.join(src, d, "hybridfuzz", "strategies", "platform.py")) for d in (".", ".farm"))
 
 
+def test_hf_snapshot_leaves_out_a_virtualenv_and_tool_caches_in_the_checkout(site, tmp_path):
+    """A checkout with its own .venv (and Hypothesis', pytest's and ruff's caches) is snapshotted without them: the
+    snapshot is what the command runs, and a venv in it cost a copy of the whole environment per site."""
+    sum_file, site_dir = site
+    co = tmp_path / "checkout"
+    for d in ("gpu", "hybridfuzz", "strategies", "oracles", "corpus", ".venv/bin", ".hypothesis", ".pytest_cache",
+              ".ruff_cache"):
+        (co / d).mkdir(parents=True)
+        (co / d / "__init__.py" if d in ("hybridfuzz", "strategies", "oracles") else co / d / "kept").write_text("")
+    (co / "gpu" / "hf.sh").write_text(open(HF).read())
+    (co / "pyproject.toml").write_text(open(os.path.join(ROOT, "pyproject.toml")).read())
+    r = subprocess.run(["bash", str(co / "gpu" / "hf.sh"), "/nonexistent", sum_file, site_dir, "--", "python3", "-c",
+                        "import os; print(sorted(os.listdir('.')))"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    listed = r.stdout.strip().splitlines()[-1]
+    for kept in ("'corpus'", "'gpu'", "'hybridfuzz'", "'pyproject.toml'"):
+        assert kept in listed, listed
+    for left in ("'.venv'", "'.hypothesis'", "'.pytest_cache'", "'.ruff_cache'"):
+        assert left not in listed, listed
+
+
 def test_hf_imports_every_module_from_the_snapshot_and_keeps_it(site):
     """Not from the checkout (an editable install would otherwise serve hybridfuzz.strategies from there)."""
     sum_file, site_dir = site
