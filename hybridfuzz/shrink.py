@@ -232,7 +232,9 @@ def describe(case: Case) -> str:
 @dataclass
 class ShrinkResult:
     case: Case
-    verdict: Verdict
+    # the last kept variant's verdict; None when nothing smaller was kept, and the caller's run of ``case`` is its
+    # verdict (a stand-in verdict here went into a case file as an observation without oracle or symptom, s34)
+    verdict: Verdict | None
     runs: int  # engine runs, references included
     accepted: list[str]  # the simplifications kept, in order
     seconds: float
@@ -291,8 +293,7 @@ def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, tim
     lost = 0  # batches in a row whose every variant went unjudged
 
     def ended(finished: bool, stopped: str = "") -> ShrinkResult:
-        return ShrinkResult(current, verdict or Verdict("divergence", "", ""), runs, accepted, time.monotonic() - t0,
-                            finished, stopped, tries)
+        return ShrinkResult(current, verdict, runs, accepted, time.monotonic() - t0, finished, stopped, tries)
 
     while True:
         improved = False

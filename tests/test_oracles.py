@@ -326,6 +326,27 @@ def test_clean_int4_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_the_int4_to
     assert sum(check_reference(case, got, ref, QUANTIZED).status == "divergence" for case, got, ref in records) > 0
 
 
+def test_clean_fp8_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_the_cpu_calibrated_tolerance():
+    """Real pairs with no bug (an H100, vLLM 0.33.0, fp8 vs auto, `hybridfuzz calibrate --kv-dtypes fp8 --save`,
+    2026-12-06): QUANTIZED, calibrated on CPU, flags none of them on the GPU either, though the two engines do differ
+    (an exact rule flags them)."""
+    import os
+
+    from hybridfuzz.calibrate import judge_pairs, load_pairs
+    from hybridfuzz.oracles.compare import EXACT, QUANTIZED, compare_requests, reference_tolerance
+    from hybridfuzz.oracles.reference import check_reference
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    records = load_pairs(os.path.join(root, "results/gpu-h100-2026-12-06-s34/res/calib/fp8-pairs.json.gz"))
+    assert reference_tolerance("fp8") == QUANTIZED and len(records) == 48
+    report = judge_pairs(records)["by_dtype"]["fp8"]
+    assert report["flagged"] == 0 and report["rule"]["flip_margin"] == QUANTIZED.flip_margin, report
+    assert all(check_reference(case, got, ref).status == "pass" for case, got, ref in records)
+    assert sum(check_reference(case, got, ref, EXACT).status == "divergence" for case, got, ref in records) > 0
+    assert sum(compare_requests(a, b, EXACT) is not None for _, got, ref in records
+               for (_, ra), (_, rb) in zip(ref.generate_results(), got.generate_results()) for a, b in zip(ra, rb)) > 0
+
+
 def test_the_noise_report_counts_reference_distances_against_each_kv_dtypes_tolerance(tmp_path):
     """`campaign-status --noise` counts a case's reference distance as over the tolerance by the rule that judges its
     KV dtype (compare.reference_tolerance): a 5-nat flip is over fp8's 3.5 and within int4's 7.3."""

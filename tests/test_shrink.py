@@ -174,6 +174,7 @@ def test_shrink_with_no_budget_left_keeps_the_case_and_runs_nothing():
     # host=None: any engine run would raise
     result = shrink(case, "health:error:AssertionError:d1283cbd", None, budget_s=-1, parallel=2, log=lambda line: None)
     assert result.case == case and result.runs == 0 and result.accepted == [] and result.finished is False
+    assert result.verdict is None  # no verdict of its own: the caller's first run is the case's (cli/shrink.py)
 
 
 def _rule_shrink(case, fails, spoiled=lambda c: False):

@@ -223,9 +223,10 @@ def _one(args) -> int:
             f"{'same signature' if same else confirm.verdict.status + ' ' + confirm.verdict.signature}.")
     # a confirmation that did not run the case has no environment of its own (on the H200 of 2026-12-04 three
     # confirmations met a host without its GPU and wrote "vllm: unknown" on a CPU's ISA): the kept run's verdict
-    # then goes with the first run's environment, the engine that showed the target
+    # then goes with the first run's environment, the engine that showed the target; with nothing kept, so does the
+    # first run's own verdict
     final = with_observation(result.case, observation_of(confirm.verdict, confirm.trace.env) if same
-                             else observation_of(result.verdict, env))
+                             else observation_of(result.verdict or first.verdict, env))
     earlier = final.note.rstrip()
     if earlier and not earlier.endswith("."):
         earlier += "."
