@@ -301,50 +301,37 @@ def test_saved_noise_traces_raise_no_self_consistency_alarm_but_would_under_the_
     assert exact_alarms > 0
 
 
-@pytest.mark.parametrize("path,flagged_by_fp8_rule", [
-    ("results/gpu-h100-2026-12-05-s33/res/calib/int4-pairs.json.gz", 2),
-    ("results/gpu-h100-2026-12-05-s33/res/calib1/int4-pairs-seed1.json.gz", 1),
-    ("results/gpu-h100-2026-12-05-s33/res/calib2/int4-pairs-seed2.json.gz", 3)])  # seed 2: held out of INT4's calibration
-def test_clean_int4_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_the_int4_tolerance(path, flagged_by_fp8_rule):
-    """Real pairs with no bug (an H100, vLLM 0.33.0, int4_per_token_head vs auto, `hybridfuzz calibrate --save`): the
-    reference oracle judges an int4 case by INT4 and flags none of them; fp8's QUANTIZED would flag some, as it
-    flagged four campaign findings that were int4 noise. The reference oracle's verdict agrees with calibrate's count."""
+@pytest.mark.parametrize("path,dtype,pairs,tighter,flagged_by_tighter", [
+    ("results/gpu-h100-2026-12-05-s33/res/calib/int4-pairs.json.gz", "int4_per_token_head", 32, "QUANTIZED", 2),
+    ("results/gpu-h100-2026-12-05-s33/res/calib1/int4-pairs-seed1.json.gz", "int4_per_token_head", 32, "QUANTIZED", 1),
+    # seed 2: held out of INT4's calibration
+    ("results/gpu-h100-2026-12-05-s33/res/calib2/int4-pairs-seed2.json.gz", "int4_per_token_head", 48, "QUANTIZED", 3),
+    ("results/gpu-h100-2026-12-06-s34/res/calib/fp8-pairs.json.gz", "fp8", 48, "EXACT", 79)])
+def test_clean_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_their_dtypes_tolerance(path, dtype, pairs, tighter,
+                                                                                     flagged_by_tighter):
+    """Real pairs with no bug (an H100, vLLM 0.33.0, `hybridfuzz calibrate --kv-dtypes DTYPE --save`): the reference
+    oracle judges each by its dtype's tolerance (int4_per_token_head by INT4, fp8 by QUANTIZED, calibrated on CPU) and
+    flags none, and its verdict agrees with calibrate's count. A tighter rule does flag them, so the engines differ:
+    fp8's QUANTIZED flags int4 pairs, as it flagged four campaign findings that were int4 noise; an exact rule flags
+    the fp8 pairs."""
     import os
 
     from hybridfuzz.calibrate import judge_pairs, load_pairs
-    from hybridfuzz.oracles.compare import INT4, QUANTIZED, compare_requests, reference_tolerance
+    from hybridfuzz.oracles import compare
     from hybridfuzz.oracles.reference import check_reference
 
     records = load_pairs(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), path))
-    assert reference_tolerance("int4_per_token_head") == INT4 and reference_tolerance("fp8") == QUANTIZED
-    report = judge_pairs(records)["by_dtype"]["int4_per_token_head"]
-    assert report["flagged"] == 0 and report["rule"]["flip_margin"] == INT4.flip_margin, report
+    assert len(records) == pairs
+    assert compare.reference_tolerance("int4_per_token_head") == compare.INT4
+    assert compare.reference_tolerance("fp8") == compare.QUANTIZED
+    own, strict = compare.reference_tolerance(dtype), getattr(compare, tighter)
+    report = judge_pairs(records)["by_dtype"][dtype]
+    assert report["flagged"] == 0 and report["rule"]["flip_margin"] == own.flip_margin, report
     assert all(check_reference(case, got, ref).status == "pass" for case, got, ref in records)
-    by_fp8_rule = sum(compare_requests(a, b, QUANTIZED) is not None for _, got, ref in records
-                      for (_, ra), (_, rb) in zip(ref.generate_results(), got.generate_results()) for a, b in zip(ra, rb))
-    assert by_fp8_rule == flagged_by_fp8_rule
-    assert sum(check_reference(case, got, ref, QUANTIZED).status == "divergence" for case, got, ref in records) > 0
-
-
-def test_clean_fp8_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_the_cpu_calibrated_tolerance():
-    """Real pairs with no bug (an H100, vLLM 0.33.0, fp8 vs auto, `hybridfuzz calibrate --kv-dtypes fp8 --save`,
-    2026-12-06): QUANTIZED, calibrated on CPU, flags none of them on the GPU either, though the two engines do differ
-    (an exact rule flags them)."""
-    import os
-
-    from hybridfuzz.calibrate import judge_pairs, load_pairs
-    from hybridfuzz.oracles.compare import EXACT, QUANTIZED, compare_requests, reference_tolerance
-    from hybridfuzz.oracles.reference import check_reference
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    records = load_pairs(os.path.join(root, "results/gpu-h100-2026-12-06-s34/res/calib/fp8-pairs.json.gz"))
-    assert reference_tolerance("fp8") == QUANTIZED and len(records) == 48
-    report = judge_pairs(records)["by_dtype"]["fp8"]
-    assert report["flagged"] == 0 and report["rule"]["flip_margin"] == QUANTIZED.flip_margin, report
-    assert all(check_reference(case, got, ref).status == "pass" for case, got, ref in records)
-    assert sum(check_reference(case, got, ref, EXACT).status == "divergence" for case, got, ref in records) > 0
-    assert sum(compare_requests(a, b, EXACT) is not None for _, got, ref in records
-               for (_, ra), (_, rb) in zip(ref.generate_results(), got.generate_results()) for a, b in zip(ra, rb)) > 0
+    by_tighter = sum(compare.compare_requests(a, b, strict) is not None for _, got, ref in records
+                     for (_, ra), (_, rb) in zip(ref.generate_results(), got.generate_results()) for a, b in zip(ra, rb))
+    assert by_tighter == flagged_by_tighter
+    assert sum(check_reference(case, got, ref, strict).status == "divergence" for case, got, ref in records) > 0
 
 
 def test_the_noise_report_counts_reference_distances_against_each_kv_dtypes_tolerance(tmp_path):
