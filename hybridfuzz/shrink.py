@@ -19,6 +19,11 @@ one engine run per kept step. It ends, as before, when a whole round keeps nothi
 Sleep/wake pairs come after the longer blocks, not before them: a warm history of 306 steps, most of them sleep and
 wake-up calls, lost one pair per engine run for 654 s and 16 steps on the H200 (s25's ``ef8dca8d``, 2026-12-04),
 because every kept pair sent the search on to the next pair and the halves were never tried.
+
+Settings back to their defaults come before prompts are cut: a setting can be what holds a prompt long. On the H100
+(s35's 427e4a18, 2026-12-06), with chunked prefill at 64 tokens set, no cut of two prompt copies below 73 tokens was
+kept, two tokens a kept variant for 160 s, and the settings came last, at 448 s of 470. The next shrink, once the
+long-memory model was at its default too, cut the copies from 49 tokens to 7 in 35 s.
 """
 from __future__ import annotations
 
@@ -133,6 +138,7 @@ def _candidates(case: Case) -> Iterator[tuple[str, Case]]:
     if len(layers) > 1:
         for i in range(len(layers)):
             yield f"drop layer {i} ({layers[i]})", case.replace(model=dataclasses.replace(case.model, layers=tuple(_without(list(layers), i))))
+    yield from _default_fields(case)
     for i, s in enumerate(steps):
         if isinstance(s, Generate) and len(s.prompts) > 1:
             for j in range(len(s.prompts)):
@@ -142,7 +148,6 @@ def _candidates(case: Case) -> Iterator[tuple[str, Case]]:
         if isinstance(s, Generate) and s.max_tokens > 1:
             for m in sorted({1, s.max_tokens // 2} - {s.max_tokens}):
                 yield f"step {i}: max_tokens {m}", _with_step(case, i, dataclasses.replace(s, max_tokens=m))
-    yield from _default_fields(case)
 
 
 def cut_lengths(n: int) -> list[int]:

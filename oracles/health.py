@@ -110,11 +110,26 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
         code_where = err.where.split(" in ")[-1] if err and err.where else ""
         return Verdict("divergence", "health", f"{label} {trace.outcome} at {where}: {err.one_line() if err else ''}",
                        evidence, symptom=symptom, where=f"{step.kind if step else 'start-up'}:{code_where}")
+    vocab = case.model.vocab_size if case is not None and case.kind == "engine" else None
     for idx, outputs in trace.generate_results():
         for r, req in enumerate(outputs):
             for pos, ranked in enumerate(req.logprobs):
                 bad = [lp for _, lp in ranked if math.isnan(lp) or (math.isinf(lp) and lp > 0)]
                 if bad or (ranked and math.isinf(ranked[0][1])):
                     return Verdict("divergence", "health", f"{label} step {idx} request {r}: non-finite logprob at token {pos}",
-                                   [f"top logprobs at token {pos}: {ranked}"], symptom="nonfinite", where=_stand_in_where("generate", case))
+                                   [f"top logprobs at token {pos}: {ranked}", *_outside(req.tokens, vocab)],
+                                   symptom="nonfinite", where=_stand_in_where("generate", case))
+            if _outside(req.tokens, vocab):
+                return Verdict("divergence", "health", f"{label} step {idx} request {r}: a token id outside the vocabulary",
+                               _outside(req.tokens, vocab), symptom="out-of-vocab", where=_stand_in_where("generate", case))
     return Verdict("pass", "health", f"{label} healthy")
+
+
+def _outside(tokens: list[int], vocab: int | None) -> list[str]:
+    """Evidence that a sampler returned an id no model row has: always a bug, whatever the logits were. vLLM 0.33.0's
+    Gumbel sampler returned token 512 of a 512-token vocabulary from NaN logits (H100, 2026-12-06,
+    corpus/gpu/zamba2-int4-per-token-head-first-token-nonfinite-vllm-0.33.0.yaml); fed back, such an id faults the GPU."""
+    if vocab is None:
+        return []
+    ids = [t for t in tokens if not 0 <= t < vocab]
+    return [f"sampled token id(s) {ids[:8]} outside the vocabulary (size {vocab})"] if ids else []

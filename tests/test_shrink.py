@@ -591,3 +591,29 @@ def test_tries_reach_the_command_line_the_note_and_json(tmp_path):
     assert json.loads(r.stdout)["tries"] == 2
     assert "2 tries a batch (given; 1 of 1 runs recorded)" in r.stderr, r.stderr[-3000:]
     assert "up to 2 runs a variant" in load_case_file(str(tmp_path / "s.min.yaml")).note
+
+
+def test_settings_go_back_to_their_defaults_before_prompts_are_cut():
+    """A setting can be what holds a prompt long: on the H100 (s35's 427e4a18, 2026-12-06), with chunked prefill at 64
+    tokens and the long-memory model set, no cut of two prompt copies below 73 tokens was kept, and the settings came
+    last. Here a rule stands in for the engine: with those settings the finding needs 73 tokens, without them 7.
+    Settings first, the shrink ends at 7 tokens in 16 batches; last, it took 25."""
+    prompt = list(range(10, 133))
+    case = load_case("model: {layers: [hybrid], architecture: zamba2, memory: long}\n"
+                     "engine: {kv_cache_dtype: int4_per_token_head, attention_backend: TRITON_ATTN, "
+                     "extra: {max_num_batched_tokens: 64, enable_chunked_prefill: true}}\nsteps:\n"
+                     f"- generate: {{prompts: [{prompt}], max_tokens: 2}}\n- sleep: {{mode: keep}}\n- wake_up: {{}}\n"
+                     f"- generate: {{prompts: [{prompt}], max_tokens: 2}}\n")
+
+    def fails(c):
+        gens = [s for s in c.steps if isinstance(s, Generate)]
+        if len(gens) < 2 or gens[0].prompts != gens[-1].prompts:
+            return False
+        return len(gens[0].prompts[0]) >= (73 if c.model.memory == "long" or c.engine.extra else 7)
+
+    result, batches = _rule_shrink(case, fails)
+    assert result.finished and [len(s.prompts[0]) for s in result.case.steps if isinstance(s, Generate)] == [7, 7]
+    assert result.case.engine == EngineConfig() and result.case.model.memory == "short"
+    first_cut = next(i for i, why in enumerate(result.accepted) if "-token prompt to" in why)
+    assert any("settings to default" in why for why in result.accepted[:first_cut]), result.accepted
+    assert len(batches) <= 16, len(batches)

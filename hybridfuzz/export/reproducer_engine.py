@@ -8,7 +8,7 @@ builder, the Trace records, the refusal rule and ``executor.judge`` with its
 oracles, verbatim), and the ``hybridfuzz-data`` block by the case. So the script
 judges exactly as the fuzzer does.
 
-It writes the tiny, randomly initialised Qwen3-Next model to a temporary
+It writes the tiny, randomly initialised model of the case (its family) to a temporary
 directory, runs the steps on ``vllm.LLM`` in a fresh process per engine (a crash or
 hang is an observation too), and exits 1 when the failure reproduces, 0 when it
 does not, 2 when the engine refused the configuration (cannot tell).
