@@ -1,4 +1,4 @@
-"""Health: the engine must not raise, crash, hang, or produce NaN/inf logprobs."""
+"""Health: the engine must not raise, crash, hang, produce NaN/inf logprobs, or sample a token id no model row has."""
 from __future__ import annotations
 
 import math
@@ -113,15 +113,16 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
     vocab = case.model.vocab_size if case is not None and case.kind == "engine" else None
     for idx, outputs in trace.generate_results():
         for r, req in enumerate(outputs):
+            outside = _outside(req.tokens, vocab)
             for pos, ranked in enumerate(req.logprobs):
                 bad = [lp for _, lp in ranked if math.isnan(lp) or (math.isinf(lp) and lp > 0)]
                 if bad or (ranked and math.isinf(ranked[0][1])):
                     return Verdict("divergence", "health", f"{label} step {idx} request {r}: non-finite logprob at token {pos}",
-                                   [f"top logprobs at token {pos}: {ranked}", *_outside(req.tokens, vocab)],
+                                   [f"top logprobs at token {pos}: {ranked}", *outside],
                                    symptom="nonfinite", where=_stand_in_where("generate", case))
-            if _outside(req.tokens, vocab):
+            if outside:
                 return Verdict("divergence", "health", f"{label} step {idx} request {r}: a token id outside the vocabulary",
-                               _outside(req.tokens, vocab), symptom="out-of-vocab", where=_stand_in_where("generate", case))
+                               outside, symptom="out-of-vocab", where=_stand_in_where("generate", case))
     return Verdict("pass", "health", f"{label} healthy")
 
 
