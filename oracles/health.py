@@ -129,7 +129,7 @@ def check_health(trace: Trace, label: str = CASE_LABEL, case: Case | None = None
 def _outside(tokens: list[int], vocab: int | None) -> list[str]:
     """Evidence that a sampler returned an id no model row has: always a bug, whatever the logits were. vLLM 0.33.0's
     Gumbel sampler returned token 512 of a 512-token vocabulary from NaN logits (H100, 2026-12-06,
-    corpus/gpu/zamba2-int4-per-token-head-first-token-nonfinite-vllm-0.33.0.yaml); fed back, such an id faults the GPU."""
+    corpus/gpu/zamba2-int4-per-token-head-first-token-nonfinite-vllm-0.33.0.yaml); fed back, it would index past the embedding."""
     if vocab is None:
         return []
     ids = [t for t in tokens if not 0 <= t < vocab]
