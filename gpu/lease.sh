@@ -5,6 +5,8 @@
 #   source gpu/lease.sh 33          # the bundle's tag: parts in /tmp/pNN, SHA256 in /tmp/shaNN, site /tmp/siteNN
 #   lease_begin 38                  # = lease_sampler; lease_install 38
 #   shrink_job SIG WORKERS BUDGET CORPUS_NAME [SHRINK ARGS...]; replay_job SIG RUNS CORPUS_NAME; wait "${jobs[@]}"
+#   shrink_file / replay_file: the same for any case file (PATH for CORPUS_NAME); replay_file SIG RUNS PATH [NAME=VALUE...]
+#     runs under those variables (HYBRIDFUZZ_MEND=... for a triage's decisive replay)
 #   shrink_alone SIG CORPUS_NAME [SHRINK ARGS...]   # a GPU-fault case, last, with the GPU to itself until the deadline
 #   lease_gpu_lost && echo lost; lease_end
 # Results go under $res (HF_RES, default /tmp/res), the log of what ran to $res/chain.log. The lease's deadline is
@@ -46,8 +48,15 @@ lease_install() {  # lease_install PARTS: install the bundle once all its parts 
   say "install rc $?"
 }
 
+corpus_case() { ls "$here"/corpus/gpu/"$1"-vllm-*.yaml | tail -1; }  # corpus_case NAME: corpus/gpu/NAME-vllm-*.yaml
+
 shrink_job() {  # shrink_job SIG WORKERS BUDGET CORPUS_NAME [SHRINK ARGS...]: shrink a copy of corpus/gpu/NAME-vllm-*.yaml
-  local sig=$1 workers=$2 budget=$3 src; src=$(ls "$here"/corpus/gpu/"$4"-vllm-*.yaml | tail -1); shift 4
+  local sig=$1 workers=$2 budget=$3 src; src=$(corpus_case "$4"); shift 4
+  shrink_file "$sig" "$workers" "$budget" "$src" "$@"
+}
+
+shrink_file() {  # shrink_file SIG WORKERS BUDGET PATH [SHRINK ARGS...]: shrink a copy of the case file PATH
+  local sig=$1 workers=$2 budget=$3 src=$4; shift 4
   cp "$src" "$res/shrink/$sig.yaml"
   say "shrink-$sig start budget ${budget}s workers $workers $*"
   (hf shrink "$res/shrink/$sig.yaml" --budget "${budget}s" --workers "$workers" --json "$@" > "$res/shrink/$sig.json" 2> "$res/shrink/$sig.log"
@@ -56,10 +65,16 @@ shrink_job() {  # shrink_job SIG WORKERS BUDGET CORPUS_NAME [SHRINK ARGS...]: sh
 }
 
 replay_job() {  # replay_job SIG RUNS CORPUS_NAME: RUNS fresh runs of a copy of the corpus case, recorded into the copy
-  local sig=$1 runs=$2 src; src=$(ls "$here"/corpus/gpu/"$3"-vllm-*.yaml | tail -1)
+  replay_file "$1" "$2" "$(corpus_case "$3")"
+}
+
+replay_file() {  # replay_file SIG RUNS PATH [NAME=VALUE...]: RUNS fresh runs of a copy of the case file PATH, recorded
+  # into the copy, with those variables in the environment (a mend: HYBRIDFUZZ_MEND=scale-fill)
+  local sig=$1 runs=$2 src=$3; shift 3
   cp "$src" "$res/replay/$sig.yaml"
-  say "replay-$sig start"
-  (hf replay "$res/replay/$sig.yaml" --runs "$runs" --record --json > "$res/replay/$sig.json" 2> "$res/replay/$sig.log"
+  say "replay-$sig start${*:+ $*}"
+  (for kv in "$@"; do export "$kv"; done
+   hf replay "$res/replay/$sig.yaml" --runs "$runs" --record --json > "$res/replay/$sig.json" 2> "$res/replay/$sig.log"
    say "replay-$sig rc $?") &
   jobs+=($!)
 }

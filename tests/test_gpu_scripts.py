@@ -572,3 +572,20 @@ def test_lease_shrink_alone_waits_for_the_others_and_keeps_to_the_deadline(tmp_p
     assert lines[2] in (f"shrink-11c48cea skipped: {whole // 2}s left", f"shrink-11c48cea skipped: {(whole - 1) // 2}s left"), lines
     assert lines[4] == "shrink-11c48cea skipped: the GPU is lost", lines
     assert not (res / "shrink" / "11c48cea.yaml").exists()
+
+
+def test_lease_replay_file_runs_a_copy_of_any_case_file_under_the_given_variables(tmp_path, tagged_site):
+    """replay_file SIG RUNS PATH NAME=VALUE: a decisive replay under a mend (s35's plan) reaches hybridfuzz with the
+    variable set: a mend name that does not exist is refused in one line before any engine, naming the variable.
+    replay_job is replay_file of the newest corpus/gpu/NAME-vllm-*.yaml."""
+    res = tmp_path / "res"
+    case = os.path.join(ROOT, "results/gpu-h100-2026-12-06-s35/next/as-found.yaml")
+    r = _lease(tmp_path, tagged_site, f"replay_file x 1 {case} HYBRIDFUZZ_MEND=no-such-mend; wait \"${{jobs[@]}}\"; "
+                                      "corpus_case falcon-h1-graphs-one-token-prompt-repeat-differs")
+    assert r.returncode == 0, r.stderr
+    chain = (res / "chain.log").read_text().splitlines()
+    assert chain[0].startswith("replay-x start HYBRIDFUZZ_MEND=no-such-mend ") and chain[1].startswith("replay-x rc 2 "), chain
+    log = (res / "replay" / "x.log").read_text()
+    assert "HYBRIDFUZZ_MEND" in log and "no-such-mend" in log and "Traceback" not in log, log[-2000:]
+    assert (res / "replay" / "x.yaml").read_text() == open(case).read()
+    assert r.stdout.strip().endswith("corpus/gpu/falcon-h1-graphs-one-token-prompt-repeat-differs-vllm-0.33.0.yaml"), r.stdout

@@ -16,26 +16,12 @@ here=$PWD
 source gpu/lease.sh 33
 lease_begin 38
 next=$here/results/gpu-h100-2026-12-06-s35/next
-mkdir -p "$res/decisive" "$res/calib"
-decisive() {  # decisive NAME CASE [ENV=VALUE...]: 6 fresh runs of a copy of next/CASE.yaml, recorded into the copy
-  local name=$1 case=$2; shift 2
-  cp "$next/$case.yaml" "$res/decisive/$name.yaml"
-  say "decisive-$name start $*"
-  (env "$@" bash "$here/gpu/hf.sh" /tmp/p33 /tmp/sha33 /tmp/site33 -- replay "$res/decisive/$name.yaml" --runs 6 --record \
-     --json > "$res/decisive/$name.json" 2> "$res/decisive/$name.log"
-   say "decisive-$name rc $?") &
-  jobs+=($!)
-}
-decisive as-found as-found
-decisive runner-v1 runner-v1
-decisive no-prefix-cache no-prefix-cache
-decisive scale-fill-mend as-found HYBRIDFUZZ_MEND=scale-fill
-cp "$next/427e4a18-before-s35.yaml" "$res/shrink/427e4a18.yaml"
-say "shrink-427e4a18 start budget ${PHASE1:-600}s workers 6"
-(hf shrink "$res/shrink/427e4a18.yaml" --budget "${PHASE1:-600}s" --workers 6 --json \
-   --signature self_consistency:wake-differs:427e4a18 > "$res/shrink/427e4a18.json" 2> "$res/shrink/427e4a18.log"
- say "shrink-427e4a18 rc $?") &
-jobs+=($!)
+mkdir -p "$res/calib"
+replay_file as-found 6 "$next/as-found.yaml"
+replay_file runner-v1 6 "$next/runner-v1.yaml"
+replay_file no-prefix-cache 6 "$next/no-prefix-cache.yaml"
+replay_file scale-fill-mend 6 "$next/as-found.yaml" HYBRIDFUZZ_MEND=scale-fill
+shrink_file 427e4a18 6 "${PHASE1:-600}" "$next/427e4a18-before-s35.yaml" --signature self_consistency:wake-differs:427e4a18
 say "calibrate start"
 (hf calibrate --kv-dtypes nvfp4 --pairs 24 --seed 0 --workers 4 \
    --save "$res/calib/nvfp4-pairs.json" > "$res/calib/nvfp4.json" 2> "$res/calib/nvfp4.log"
