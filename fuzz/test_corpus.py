@@ -1,6 +1,6 @@
 """Replay every corpus case and check what it expects for the installed vLLM, on this machine.
 
-What a machine must see comes from ``hybridfuzz.reproduce.expectation``: a case that
+What a machine must see comes from ``hybridfuzz.triage.reproduce.expectation``: a case that
 expects ``divergence`` and records where it reproduces (CPU ISA class, k of N fresh
 runs) is checked exactly there, with enough runs for its recorded rate; on a CPU
 class where it was never recorded it is skipped with the reason, and so is a case
@@ -16,7 +16,7 @@ import pytest
 from hybridfuzz.case import load_case_file
 from hybridfuzz.executor import evaluate
 from hybridfuzz.machine import cpu_isa
-from hybridfuzz.reproduce import expectation
+from hybridfuzz.triage.reproduce import expectation
 from hybridfuzz.vllm_facts import vllm_version
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "corpus")

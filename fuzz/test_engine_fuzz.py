@@ -21,7 +21,7 @@ from hypothesis import event, given
 
 from hybridfuzz.case import device_kind, dump_case
 from hybridfuzz.executor import evaluate, replay
-from hybridfuzz.findings import known_kv_classes, known_signatures, observation, of_filed_class
+from hybridfuzz.triage.findings import known_kv_classes, known_signatures, observation, of_filed_class
 from hybridfuzz.strategies import cases, detect_platform
 from hybridfuzz.strategies.platform import declared_kv_dtypes
 

@@ -47,7 +47,7 @@ def device_fault_signature(case: Case) -> str:
 
 
 def device_fault_target(signature: str) -> bool:
-    """Whether a signature is a GPU fault's (engines/base.py DEVICE_FAULT): shrink.py runs its variants one at a time."""
+    """Whether a signature is a GPU fault's (engines/base.py DEVICE_FAULT): triage/shrink.py runs its variants one at a time."""
     return signature.startswith(f"health:{DEVICE_FAULT_SYMPTOM}:")
 
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from hybridfuzz.bench import bench_cases, engines_at_once, run_path
+from hybridfuzz.bench.speed import bench_cases, engines_at_once, run_path
 from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, dump_case, load_case
 from hybridfuzz.engines.forkserver import ForkServer
 from hybridfuzz.engines.subprocess_host import SubprocessHost

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hybridfuzz import bisection, venvs
+from hybridfuzz.triage import bisection, venvs
 from hybridfuzz.case import load_case_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

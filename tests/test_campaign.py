@@ -70,7 +70,7 @@ def _dead_pid() -> int:
 
 def _finding(store: FindingStore, findings_dir, sig: str, state: FindingState) -> None:
     from hybridfuzz.case import Case, Generate, Observation
-    from hybridfuzz.findings import write_finding
+    from hybridfuzz.triage.findings import write_finding
     from hybridfuzz.model import ModelSpec
 
     case = Case(model=ModelSpec(layers=("linear_attention", "full_attention")), steps=[Generate(prompts=[[5, 6, 7]], max_tokens=2)],
@@ -419,7 +419,7 @@ from hybridfuzz import vllm_facts
 from hybridfuzz.campaign.loop import draw_ahead
 from hybridfuzz.campaign.worker import load_platform
 from hybridfuzz.case import dump_case, load_case
-from hybridfuzz.findings import known_signatures
+from hybridfuzz.triage.findings import known_signatures
 from hybridfuzz.strategies import sessions
 platform = load_platform({str(path)!r})
 drawn = draw_ahead(sessions(platform, 8, 12, 4), 0, 40)
@@ -471,7 +471,7 @@ def test_background_shrinker_gives_a_sometimes_finding_the_tries_its_recorded_ra
     from hybridfuzz.case import Case, Generate, Observation, dump_case
     from hybridfuzz.hosts import make_host
     from hybridfuzz.model import LINEAR, ModelSpec
-    from hybridfuzz.reproduce import shrink_tries
+    from hybridfuzz.triage.reproduce import shrink_tries
 
     sig = "health:error:X:1"
     paths = {}

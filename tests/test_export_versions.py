@@ -81,7 +81,7 @@ def test_a_release_failing_another_way_is_not_the_first_bad():
     line = versions_line(export.issue_markdown(case, case_name="c.yaml", env_text="", env={}))
     assert line == ("**Versions**: Regressed in 0.28.0, still in 0.32.0. Last good: 0.27.1. Fails another way in 0.23.0 "
                     "(health:error:AssertionError:0ef72f8a). Cannot run it: 0.8.5.post2.")
-    from hybridfuzz import bisection
+    from hybridfuzz.triage import bisection
 
     matrix = bisection.matrix_text({"c.yaml": case}).splitlines()
     assert "other" in matrix[0] and matrix[-1].split()[1:] == ["cannot", "pass", "other", "pass", "DIVERGE", "DIVERGE"]
@@ -99,6 +99,6 @@ def test_only_other_failures_here_give_no_versions_line():
            dataclasses.replace(case.observed[1], verdict="unsupported", summary="FP8 KV cache on CPU requires x86 with AVX-512 or AMX.")]
     case = case.replace(observed=obs, expect={"0.20.2": "divergence", "0.32.0": "divergence"})
     assert "**Versions**" not in export.issue_markdown(case, case_name="c.yaml", env_text="", env={})
-    from hybridfuzz import bisection
+    from hybridfuzz.triage import bisection
 
     assert bisection.matrix_text({"c.yaml": case}).splitlines()[-1].split()[1:] == ["other", "cannot"]

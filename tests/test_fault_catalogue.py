@@ -126,7 +126,7 @@ def test_dummy_run_state_hits_only_the_first_request_of_a_layer():
 
 
 def test_bench_table_merges_rows_and_summarizes(tmp_path):
-    from hybridfuzz.faultbench import CLEAN, FaultRow, merge, resolve
+    from hybridfuzz.bench.faults import CLEAN, FaultRow, merge, resolve
 
     path = str(tmp_path / "t.json")
     merge(path, [FaultRow("state-not-zeroed", 120, 1, cases=9, found=True, time_to_find_s=40.0, oracle="self_consistency")], "c1")
@@ -146,7 +146,7 @@ def test_bench_stops_a_trial_at_its_first_credited_case(tmp_path):
     import sys
     import time
 
-    from hybridfuzz.faultbench import fuzz_until_credited
+    from hybridfuzz.bench.faults import fuzz_until_credited
 
     found = tmp_path / "found"
     child = [sys.executable, "-c", f"import os, time; os.makedirs({str(found)!r}); open(os.path.join({str(found)!r}, 'a.yaml'), 'w').close(); "
@@ -166,7 +166,7 @@ def test_bench_stops_a_trial_at_its_first_credited_case(tmp_path):
 def test_a_ctrl_c_sent_to_the_bench_alone_stops_its_trial_too(tmp_path, monkeypatch):
     """A SIGINT that reaches the bench but not its trial (kill -INT to one pid) is passed on: the trial
     writes what it found (here a marker) and exits, instead of running on as an orphan."""
-    from hybridfuzz.faultbench import fuzz_until_credited
+    from hybridfuzz.bench.faults import fuzz_until_credited
 
     marker = tmp_path / "stopped"
     child = [sys.executable, "-c", "import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
@@ -196,7 +196,7 @@ def test_clean_verdicts_are_per_case_content_and_failing_cases_are_kept(tmp_path
     not hide a later one (the rule was keyed by path), and is kept for triage; a clean run that meets another
     (known) bug in the case does not count against the fault. The stand-in replay answers per prompt length
     (the bench's is `hybridfuzz replay --json` with no fault)."""
-    from hybridfuzz.faultbench import CleanVerdicts
+    from hybridfuzz.bench.faults import CleanVerdicts
 
     replays = []
     answers = {1: "self_consistency:first-request-differs:x", 2: "", 3: "self_consistency:reload-differs:y"}

@@ -15,7 +15,7 @@ HF = os.path.join(ROOT, "gpu", "hf.sh")
 BG = os.path.join(ROOT, "gpu", "bg.sh")
 SUM = "0123abcd" * 8
 
-IMPORTS = ("import hybridfuzz, hybridfuzz.cli, hybridfuzz.strategies.platform, hybridfuzz.oracles.verdict, hybridfuzz.shrink as r\n"
+IMPORTS = ("import hybridfuzz, hybridfuzz.cli, hybridfuzz.strategies.platform, hybridfuzz.oracles.verdict, hybridfuzz.triage.shrink as r\n"
            "for m in (hybridfuzz, hybridfuzz.cli, hybridfuzz.strategies.platform, hybridfuzz.oracles.verdict, r): print(m.__file__)")
 
 

@@ -289,7 +289,7 @@ def test_saved_noise_traces_raise_no_self_consistency_alarm_but_would_under_the_
     prefill): the rule flags none; the exact rule would flag some (cache hits, chunk boundaries)."""
     import os
 
-    from hybridfuzz.noise import load_records, summarize
+    from hybridfuzz.bench.noise import load_records, summarize
     from hybridfuzz.oracles.compare import EXACT, compare_requests
 
     records = load_records(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), path))
@@ -319,7 +319,7 @@ def test_clean_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_their_dtypes_tol
     the fp8 pairs."""
     import os
 
-    from hybridfuzz.calibrate import judge_pairs, load_pairs
+    from hybridfuzz.bench.calibrate import judge_pairs, load_pairs
     from hybridfuzz.oracles import compare
     from hybridfuzz.oracles.reference import check_reference
 
@@ -348,7 +348,7 @@ def test_the_noise_report_counts_reference_distances_against_each_kv_dtypes_tole
     import json
 
     from hybridfuzz.campaign.records import CaseEvent
-    from hybridfuzz.noise import drift_floor
+    from hybridfuzz.bench.noise import drift_floor
 
     def event(dtype: str, margin: float) -> dict:
         return dataclasses.asdict(CaseEvent(t=0.0, phase="generate", status="pass", signature="", kv_cache_dtype=dtype,
@@ -376,7 +376,7 @@ def test_drift_ignores_the_bf16_tail_but_not_the_tokens_that_matter():
 def test_calibrate_reports_each_kv_dtype_and_why_its_runs_failed():
     """`hybridfuzz calibrate` splits its report by KV dtype: a dtype the engine refuses or crashes on is named with
     the error (a crash is a finding, not noise), and flips are counted where they happened."""
-    from hybridfuzz.calibrate import judge_pairs
+    from hybridfuzz.bench.calibrate import judge_pairs
     from hybridfuzz.case import Case, EngineConfig, Generate
     from hybridfuzz.model import ModelSpec
     from hybridfuzz.trace import ErrorInfo, StepResult, Trace
@@ -404,7 +404,7 @@ def test_low_bit_kv_formats_are_ignored_on_cpu_so_their_distance_from_auto_is_no
     QUANTIZED for them: the fuzz finding reference:beyond-noise:182c9c01 (4fcedf5c before signatures named the family; last case here) stays a divergence."""
     import os
 
-    from hybridfuzz.calibrate import load_pairs
+    from hybridfuzz.bench.calibrate import load_pairs
     from hybridfuzz.executor import judge
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -474,7 +474,7 @@ def test_repeat_drift_is_the_noise_the_calibration_measured(path, device_max):
     stays under the tolerance; a case that did not run has none."""
     import os
 
-    from hybridfuzz.noise import load_records
+    from hybridfuzz.bench.noise import load_records
     from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE, repeat_drift
     from hybridfuzz.trace import Trace
 
@@ -573,7 +573,7 @@ def test_a_sampled_token_outside_the_vocabulary_is_a_health_finding_and_is_named
     saved calibration pairs of s33-s35) have none."""
     import os
 
-    from hybridfuzz.calibrate import load_pairs
+    from hybridfuzz.bench.calibrate import load_pairs
     from hybridfuzz.case import load_case_file
     from hybridfuzz.oracles.health import check_health
     from hybridfuzz.trace import StepResult, Trace

@@ -260,7 +260,7 @@ def test_rebuild_without_progress_is_a_start_up_death():
 def test_a_start_up_that_hung_keeps_where_it_ran():
     """A start-up hang or crash is rebuilt with the environment the child recorded first (``starting``), so a GPU
     finding is not recorded as a CPU observation with the host CPU's ISA (dd27d43b, H200, 2026-12-03)."""
-    from hybridfuzz.findings import observation_of
+    from hybridfuzz.triage.findings import observation_of
     from hybridfuzz.oracles.health import check_health
 
     starting = Trace(env={"vllm": "0.32.0", "torch": "2.13.0+cu130", "device": "NVIDIA H200"},

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from hybridfuzz import releasebench
-from hybridfuzz.bisection import Probe
-from hybridfuzz.releasebench import Judged, ReleaseRow
+from hybridfuzz.bench import releases as releasebench
+from hybridfuzz.triage.bisection import Probe
+from hybridfuzz.bench.releases import Judged, ReleaseRow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "releasebench")
@@ -179,7 +179,7 @@ def test_a_gpu_trial_runs_the_gpu_fuzzer_in_its_site_and_lands_in_the_gpu_table(
     assert "no summary.json" in row["error"] and "no CUDA device" in row["error"], row["error"]
     assert "CPU cores" not in json.loads(table.read_text())["machine"]
     assert os.path.basename(releasebench.table_path("0.33.0", "gpu")).startswith("releases-gpu-")
-    from hybridfuzz import venvs
+    from hybridfuzz.triage import venvs
 
     env = venvs.gpu_env("0.26.0", sites["0.26.0"])
     cmd = releasebench.fuzz_command(env, 300.0, 1, "/r/0.26.0", 60.0, ["--families", "zamba2"], "gpu")

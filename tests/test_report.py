@@ -13,9 +13,10 @@ import pytest
 
 from demo_runs import write_demo_campaign, write_demo_fuzz
 
-from hybridfuzz import cli, plots, report
+from hybridfuzz import cli
 from hybridfuzz.campaign.records import CaseEvent
 from hybridfuzz.case import load_case_file
+from hybridfuzz.report import page, plots
 
 
 @pytest.fixture(params=["fuzz", "campaign"])
@@ -29,7 +30,7 @@ def _svgs(html: str) -> list[str]:
 
 
 def test_report_reads_every_worker_of_a_run(campaign):
-    c = report.load_run(campaign)
+    c = page.load_run(campaign)
     assert not c.problems and c.findings and all(not isinstance(case, str) for _, case in c.findings)
     files = [os.path.join(campaign, "events.jsonl")] + [os.path.join(campaign, "workers", w, "events.jsonl")
                                                          for w in sorted(os.listdir(os.path.join(campaign, "workers")))
@@ -55,8 +56,8 @@ def test_step_names_are_the_same_for_writer_and_reader():
 
 
 def test_report_html(campaign):
-    c = report.load_run(campaign)
-    html = report.render(c)
+    c = page.load_run(campaign)
+    html = page.render(c)
     assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
     # self-contained: no scripts, stylesheets, images or fonts from elsewhere
     assert not re.search(r"<script|<link|<img|@import|url\(", html)
@@ -68,8 +69,8 @@ def test_report_html(campaign):
         ET.fromstring(s)
     first = c.summary["time_to_first_finding_s"]
     if first is not None:
-        assert f"first finding {report._fmt_s(first)}" in html
-    for sig, _, _ in report.first_seen(c.events):
+        assert f"first finding {page._fmt_s(first)}" in html
+    for sig, _, _ in page.first_seen(c.events):
         assert sig in html
     # coverage: every KV dtype of a generated case is a column
     for dtype in {e.kv_cache_dtype for e in c.events if e.phase == "generate"}:
@@ -93,14 +94,14 @@ def test_plot_numbers():
 def test_empty_and_broken_campaigns(tmp_path):
     d = tmp_path / "empty"
     d.mkdir()
-    html = report.render(report.load_run(str(d)))
+    html = page.render(page.load_run(str(d)))
     assert "summary.json" in html and "No findings in this run." in html and "No generated cases." in html
     (d / "summary.json").write_text(json.dumps({"cases": 1, "findings": 0, "time_to_first_finding_s": None}))
     (d / "events.jsonl").write_text('{"t": 1, "phase": "generate", "status": "pass", "signature": "", "kv_cache_dtype": "auto", '
                                     '"layers": "LF", "prefix_caching": null, "steps": "generate", "seconds": 1}\nnot json\n')
-    c = report.load_run(str(d))
+    c = page.load_run(str(d))
     assert c.problems == ["events.jsonl line 2: not an event"]
-    html = report.render(c)
+    html = page.render(c)
     assert len(_svgs(html)) == 3 and "—" in html  # no time to first finding
 
 
@@ -126,13 +127,13 @@ def test_report_renders_in_headless_chromium(campaign, tmp_path):
     """The page renders with its plots: the screenshot holds the plot colours (red findings line, blue heat map cells)."""
     from PIL import Image
 
-    page = os.path.join(campaign, "report.html")
-    with open(page, "w") as f:
-        f.write(report.render(report.load_run(campaign)))
+    html_path = os.path.join(campaign, "report.html")
+    with open(html_path, "w") as f:
+        f.write(page.render(page.load_run(campaign)))
     png = tmp_path / "shot.png"
     subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tempfile.mkdtemp()}", f"--screenshot={png}", "--window-size=1200,2400", f"file://{page}"],
+                    f"--user-data-dir={tempfile.mkdtemp()}", f"--screenshot={png}", "--window-size=1200,2400", f"file://{html_path}"],
                    capture_output=True, timeout=120)
     assert png.exists()
     im = Image.open(png).convert("RGB").resize((300, 600))

@@ -7,8 +7,8 @@ import pytest
 
 from hybridfuzz.case import CaseError, Observation, dump_case, load_case
 from hybridfuzz.oracles.verdict import Verdict
-from hybridfuzz.reproduce import MAX_RUNS, expectation, runs_for, summarize
-from hybridfuzz.triage import group, load_entries
+from hybridfuzz.triage.reproduce import MAX_RUNS, expectation, runs_for, summarize
+from hybridfuzz.triage.status import group, load_entries
 
 CASE = """\
 model: {layers: [linear_attention, full_attention]}
@@ -55,7 +55,7 @@ def test_machines_of_one_class_that_disagree_assert_nothing():
 def test_recording_keeps_a_disagreeing_machine_of_the_same_class():
     """``replay --record`` replaces the record of its own verdict on this class and keeps one of another verdict,
     so the disagreement, once seen, stays in the file."""
-    from hybridfuzz.findings import with_observation
+    from hybridfuzz.triage.findings import with_observation
 
     case = _case(obs("x86_64/avx2", 1, 0), obs("x86_64/avx512_bf16", 3, 3))
     case = with_observation(case, obs("x86_64/avx2", 3, 3))
@@ -130,7 +130,7 @@ def test_triage_groups_a_cases_symptoms_as_one_finding(tmp_path):
 def test_known_signatures_are_kept_per_kind_of_device(tmp_path):
     """A signature names the oracle, symptom and place, not the bug: the same one filed from a CPU run must not make
     a GPU campaign skip its own divergences (9c47a48c, 2026-12-04), and a case seen on both counts for both."""
-    from hybridfuzz.findings import known_signatures
+    from hybridfuzz.triage.findings import known_signatures
 
     flip = Verdict("divergence", "reference", "token 0 off the reference", symptom="beyond-noise", where="generate")
     crash = Verdict("divergence", "health", "case crash", symptom="crash:SIGABRT", where="generate")
@@ -146,7 +146,7 @@ def test_known_signatures_are_kept_per_kind_of_device(tmp_path):
 def test_a_shrink_gives_a_sometimes_finding_the_tries_its_recorded_rate_needs():
     """The rate comes from the runs the file records on this kind of device: counted signature runs where an
     observation has them, every diverged run where it does not, a symptom seen beside another once, passes as misses."""
-    from hybridfuzz.reproduce import recorded_rate, shrink_tries
+    from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
 
     sig = "self_consistency:reload-differs:b32759bc"
     case = load_case(CASE + f"""observed:

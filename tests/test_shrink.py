@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from hybridfuzz.case import EngineConfig, Generate, Sleep, WakeUp, dump_case, load_case, load_case_file
-from hybridfuzz.findings import case_size
+from hybridfuzz.triage.findings import case_size
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.health import check_health, decided_alone
-from hybridfuzz.shrink import HOST_LOST_BATCHES, evaluate_batch, shrink, variants
+from hybridfuzz.triage.shrink import HOST_LOST_BATCHES, evaluate_batch, shrink, variants
 from hybridfuzz.trace import ErrorInfo, Trace
 
 # An attention-only model with mamba_cache_mode: align fails at its first generate on
@@ -468,7 +468,7 @@ def test_a_gpu_fault_is_shrunk_one_variant_at_a_time():
     beside a dozen other engines until it needed a reset, 2026-12-05). Any other finding keeps its parallel batches."""
     from hybridfuzz.oracles.health import device_fault_signature
     from hybridfuzz.oracles.verdict import Verdict
-    from hybridfuzz.shrink import variants_at_once
+    from hybridfuzz.triage.shrink import variants_at_once
 
     case = load_case("model: {layers: [full_attention, linear_attention, linear_attention]}\nsteps:\n"
                      "- generate: {prompts: [[5, 6, 7, 8]], max_tokens: 2}\n- generate: {prompts: [[9]], max_tokens: 2}\n")

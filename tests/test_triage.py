@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import json
 
-from hybridfuzz import cli, triage
+from hybridfuzz import cli
 from hybridfuzz.case import Case, EngineConfig, Generate, Observation, dump_case
 from hybridfuzz.model import ModelSpec
+from hybridfuzz.triage import status
 
 
 def _case(observed=(), expect=None, dtype="fp8") -> Case:
@@ -35,7 +36,7 @@ def make_corpus(tmp_path):
 
 
 def test_grouping_and_versions(tmp_path):
-    groups, clean = triage.group(triage.load_entries([str(make_corpus(tmp_path))]))
+    groups, clean = status.group(status.load_entries([str(make_corpus(tmp_path))]))
     assert [g.signature for g in groups] == [SIG_A, SIG_B]
     a, b = groups
     assert (a.oracle, a.symptom, len(a.entries)) == ("self_consistency", "repeat-differs", 2)
@@ -47,11 +48,11 @@ def test_grouping_and_versions(tmp_path):
 
 
 def test_helpers():
-    assert triage.split_signature(SIG_B) == ("health", "error:VLLMValidationError")
-    assert triage.where_of("step 1 req 0 diverges from the reference (kv_cache_dtype=auto) at token 0") == "token0"
-    assert triage.where_of("case crash at start-up: boom") == "start-up"
-    assert triage.version_status(_case(expect={"0.33.0": "divergence"})) == {"0.33.0": "expect divergence (not run)"}
-    assert list(triage.version_status(_case([_obs("0.10.1", "pass"), _obs("0.9.2", "pass")]))) == ["0.9.2", "0.10.1"]
+    assert status.split_signature(SIG_B) == ("health", "error:VLLMValidationError")
+    assert status.where_of("step 1 req 0 diverges from the reference (kv_cache_dtype=auto) at token 0") == "token0"
+    assert status.where_of("case crash at start-up: boom") == "start-up"
+    assert status.version_status(_case(expect={"0.33.0": "divergence"})) == {"0.33.0": "expect divergence (not run)"}
+    assert list(status.version_status(_case([_obs("0.10.1", "pass"), _obs("0.9.2", "pass")]))) == ["0.9.2", "0.10.1"]
 
 
 def test_cli_corpus(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """Keep searching while shrinking: new findings are shrunk on spare engines, in a thread of
 their own with its own engine host, while the fuzz loop goes on generating (GPU default).
 
-Each finding is shrunk by the delta-debugging shrinker (``hybridfuzz.shrink``: several
+Each finding is shrunk by the delta-debugging shrinker (``hybridfuzz.triage.shrink``: several
 variants at once), written atomically after every improvement, then replayed once on a
 fresh engine; ``on_done`` hears whether it replayed. A job to ``confirm`` (a warm engine's history that no fresh
 engine has run yet) is replayed first, and shrunk only when that replay shows its signature. With ``slots``, a job waits for one of the
@@ -160,9 +160,9 @@ class BackgroundShrinker:
     def _shrink(self, job: ShrinkJob, host) -> None:
         from hybridfuzz.case import device_kind
         from hybridfuzz.executor import replay
-        from hybridfuzz.findings import replayed
-        from hybridfuzz.reproduce import recorded_rate, shrink_tries
-        from hybridfuzz.shrink import shrink
+        from hybridfuzz.triage.findings import replayed
+        from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
+        from hybridfuzz.triage.shrink import shrink
         from hybridfuzz.oracles.health import decided_alone, startup_timeout
 
         t0 = time.time()

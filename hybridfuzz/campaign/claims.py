@@ -18,7 +18,7 @@ import time
 
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.case import DeviceKind
-from hybridfuzz.findings import filename
+from hybridfuzz.triage.findings import filename
 from hybridfuzz.store import write_atomic
 
 STALE_AFTER_S = 120.0
@@ -43,7 +43,7 @@ def pid_alive(pid: int) -> bool:
 def done_signatures(store: FindingStore, *known_dirs: str, on: DeviceKind | None = None) -> set[str]:
     """Known now: the campaign's finished findings (an open one is not known yet: it may be
     resumed), plus every case under known_dirs seen on this kind of device (``known_signatures``)."""
-    from hybridfuzz.findings import known_signatures
+    from hybridfuzz.triage.findings import known_signatures
 
     return {sig for sig, rec in store.all().items() if rec.state.done} | known_signatures(*known_dirs, on=on)
 

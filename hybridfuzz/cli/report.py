@@ -18,7 +18,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from hybridfuzz import report
+    from hybridfuzz.report import page
 
     if not os.path.isdir(args.dir):
         raise UsageError(f"{args.dir}: {'not a directory' if os.path.exists(args.dir) else 'no such directory'}")
@@ -31,10 +31,10 @@ def run(args) -> int:
 
         check_redis(args.redis)
         client = redis_client(args.redis)
-    run_ = report.load_run(args.dir, client)
+    run_ = page.load_run(args.dir, client)
     if not run_.events and not run_.summary:
         raise UsageError(f"{args.dir}: not a fuzz or campaign directory (no summary.json, no events.jsonl)")
-    html = report.render(run_)
+    html = page.render(run_)
     from hybridfuzz.store import write_atomic
 
     write_atomic(out, html)

@@ -45,7 +45,7 @@ def first_runs(case, recorded: list[str], device) -> int:
     """Fresh runs the case gets to show one of its ``recorded`` signatures before the shrink gives up: as many as the
     best-recorded one's rate needs (reproduce.shrink_tries, the search's own rule), at least RECORDED_TRIES. s33's
     device-fault case, recorded in 2 of 4 runs, was given 3 and gave up (results/gpu-h100-2026-12-05-s33/)."""
-    from hybridfuzz.reproduce import recorded_rate, shrink_tries
+    from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
 
     return max([RECORDED_TRIES, *(shrink_tries(*recorded_rate(case, sig, device)) for sig in recorded)])
 
@@ -56,7 +56,7 @@ def shrink_targets(case) -> list[str]:
     (recorded before device faults had a signature of their own, engines/base.py DEVICE_FAULT). A case that records
     no finding (a hand-written one): none, and the first run's failure is the target."""
     from hybridfuzz.engines.base import DEVICE_FAULT
-    from hybridfuzz.findings import recorded_signatures
+    from hybridfuzz.triage.findings import recorded_signatures
     from hybridfuzz.oracles.health import device_fault_signature
 
     targets = recorded_signatures(case)
@@ -148,11 +148,11 @@ def _one(args) -> int:
 
     from hybridfuzz.case import dump_case
     from hybridfuzz.executor import needs_reference, replay
-    from hybridfuzz.findings import observation_of, with_observation
+    from hybridfuzz.triage.findings import observation_of, with_observation
     from hybridfuzz.hosts import make_host
     from hybridfuzz.case import device_kind
-    from hybridfuzz.reproduce import recorded_rate, shrink_tries
-    from hybridfuzz.shrink import describe, shrink, variants_at_once
+    from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
+    from hybridfuzz.triage.shrink import describe, shrink, variants_at_once
     from hybridfuzz.oracles.health import decided_alone
     from hybridfuzz.store import write_atomic
 

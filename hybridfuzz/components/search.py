@@ -93,7 +93,7 @@ def search(prop: str, examples: int = 100, seed: int | None = None, shrink: bool
 
 def write_found(result: SearchResult, out_dir: str) -> str:
     from hybridfuzz.case import Observation, dump_case
-    from hybridfuzz.findings import OBSERVED_EVIDENCE
+    from hybridfuzz.triage.findings import OBSERVED_EVIDENCE
     from hybridfuzz.store import write_atomic
     from hybridfuzz.vllm_facts import vllm_version
 

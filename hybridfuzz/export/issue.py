@@ -18,7 +18,7 @@ import yaml
 from hybridfuzz import model as model_mod
 from hybridfuzz.case import Case, Generate, Observation, dump_case
 from hybridfuzz.export.script import standalone_script
-from hybridfuzz.reproduce import rate_text
+from hybridfuzz.triage.reproduce import rate_text
 
 EXPECTED = {
     "health": "every step runs without an exception, crash or hang, and every logprob is finite",
@@ -201,7 +201,7 @@ def issue_markdown(case: Case, case_name: str = "case.yaml", env_text: str | Non
     needs = "vLLM and torch only" if case.kind == "component" else "vLLM only; it writes the tiny model itself"
     lines += [f"**Reproducer** (needs {needs}; exit 1 = reproduced, 0 = fixed, 2 = cannot tell):", "",
               "<details>", f"<summary>{script_name}</summary>", "", "```python", script.rstrip(), "```", "", "</details>", ""]
-    from hybridfuzz.bisection import regression_text
+    from hybridfuzz.triage.bisection import regression_text
 
     since = regression_text(case, case_name)  # "Regressed in X, still in Y" and the bisect command that showed it
     if since:

@@ -1,6 +1,6 @@
 """Since which release, and fixed where: replay one case across vLLM releases.
 
-Each release runs in its own environment (hybridfuzz/venvs.py) through ``hybridfuzz replay --json``
+Each release runs in its own environment (hybridfuzz/triage/venvs.py) through ``hybridfuzz replay --json``
 there, so the case meets that release's own schema checks. Four outcomes, never merged:
 pass, divergence, cannot-run (the replay exits 2 invalid or 3 unsupported: the release lacks a
 dtype, an argument or the model class) and error (the environment could not be made, or the
@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Literal
 
 from hybridfuzz.case import Case, DeviceKind, Observation, device_kind, dump_case, load_case_file
-from hybridfuzz.findings import with_observation
+from hybridfuzz.triage.findings import with_observation
 from hybridfuzz.store import write_atomic
-from hybridfuzz.venvs import Env, EnvError, version_key
+from hybridfuzz.triage.venvs import Env, EnvError, version_key
 
 Outcome = Literal["pass", "divergence", "cannot-run", "error"]
 VERDICT_OF: dict[str, str] = {"pass": "pass", "divergence": "divergence", "cannot-run": "unsupported"}  # case-file words
@@ -134,7 +134,7 @@ def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
     if outcome in VERDICT_OF:  # the case-file form, by the same rule replay --record uses
         from types import SimpleNamespace
 
-        from hybridfuzz.findings import observation_of
+        from hybridfuzz.triage.findings import observation_of
 
         p = payload or {}
         verdict = SimpleNamespace(status=VERDICT_OF[outcome], oracle=p.get("oracle", ""), summary=summary,

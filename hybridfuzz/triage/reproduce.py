@@ -84,7 +84,7 @@ def expectation(case: Case, vllm: str, isa: str, device: str = "cpu") -> Expecta
 
 def summarize(verdicts: list, env: dict) -> Observation:
     """One Observation for several fresh runs of one case (``verdicts``: their Verdicts; ``env``: a Trace env)."""
-    from hybridfuzz.findings import observation_of
+    from hybridfuzz.triage.findings import observation_of
 
     bad = [v for v in verdicts if v.status == "divergence"]
     if bad:

@@ -172,7 +172,7 @@ def render_text(groups: list[Group], clean: list[Entry]) -> str:
     if bad:
         lines.append(f"unreadable cases: {len(bad)}")
         lines += [f"  - {e.path}: {e.error}" for e in bad]
-    from hybridfuzz.bisection import matrix_text  # case x version, from observed/expect (hybridfuzz bisect writes them)
+    from hybridfuzz.triage.bisection import matrix_text  # case x version, from observed/expect (hybridfuzz bisect writes them)
 
     cases = {e.path: e.case for g in groups for e in g.entries if e.case is not None} | {e.path: e.case for e in ok}
     if cases:
@@ -181,7 +181,7 @@ def render_text(groups: list[Group], clean: list[Entry]) -> str:
 
 
 def render_json(groups: list[Group], clean: list[Entry]) -> str:
-    from hybridfuzz.bisection import outcomes
+    from hybridfuzz.triage.bisection import outcomes
 
     return json.dumps({
         "findings": [{"signature": g.signature, "oracle": g.oracle, "symptom": g.symptom, "where": g.where, "summary": g.summary,

@@ -1,6 +1,6 @@
 """Per-oracle sensitivity to a graded fault (issue #16, item 3): the smallest corruption each oracle sees.
 
-``python -m hybridfuzz.sensitivity FAULT CASE.yaml [CASE.yaml ...] --severities 1,0.1,0.01 --out F.json``
+``python -m hybridfuzz.bench.sensitivity FAULT CASE.yaml [CASE.yaml ...] --severities 1,0.1,0.01 --out F.json``
 runs each case under ``FAULT:severity`` (one fork server per severity, the fault set for it)
 and judges each run three ways, with one oracle at a time on the same traces: health alone,
 health + self-consistency, health + reference. A row per (severity, case, oracle): detected
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from hybridfuzz import _guard
 
     _guard.install()
-    ap = argparse.ArgumentParser(prog="python -m hybridfuzz.sensitivity", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m hybridfuzz.bench.sensitivity", description=__doc__.splitlines()[0])
     ap.add_argument("fault")
     ap.add_argument("cases", nargs="+")
     ap.add_argument("--severities", default="1,0.3,0.1,0.03,0.01")

@@ -1,4 +1,4 @@
-"""The tables the detection-power benches keep (faultbench.py, releasebench.py): JSON plus Markdown beside it,
+"""The tables the detection-power benches keep (bench/faults.py, bench/releases.py): JSON plus Markdown beside it,
 written atomically, so a bench cut short keeps every row it finished."""
 from __future__ import annotations
 

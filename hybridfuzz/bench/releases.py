@@ -1,8 +1,8 @@
 """Detection power on real bugs: the default fuzzer run against older vLLM releases, judged by a newer one.
 
-Injected faults (faultbench.py) say what the oracles can see; they do not say whether the search reaches the
+Injected faults (bench/faults.py) say what the oracles can see; they do not say whether the search reaches the
 bugs vLLM really had. Each older release is a benchmark target whose bugs upstream later fixed: for every
-release, ``run_release`` runs ``hybridfuzz fuzz`` in that release's own environment (venvs.py, the one bisect
+release, ``run_release`` runs ``hybridfuzz fuzz`` in that release's own environment (triage/venvs.py, the one bisect
 uses) and replays each minimal finding on the judge release (by default the installed one). A finding the
 judge release passes is **fixed later**: upstream's own change is the ground truth that it was a bug of that
 release, not noise (the loop replayed it on a fresh engine before writing it). The rest are still present (a bug
@@ -27,10 +27,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from hybridfuzz import benchtable
-from hybridfuzz.bisection import Probe, environ_for, replay, same_bug
+from hybridfuzz.bench import table as benchtable
+from hybridfuzz.triage.bisection import Probe, environ_for, replay, same_bug
 from hybridfuzz.case import DeviceKind
-from hybridfuzz.venvs import Env
+from hybridfuzz.triage.venvs import Env
 
 Credit = Literal["fixed-later", "still-present", "changed", "masked", "refused-later", "judge-error"]
 CREDITS: tuple[Credit, ...] = ("fixed-later", "still-present", "changed", "masked", "refused-later", "judge-error")
@@ -96,7 +96,7 @@ def judge_known_signatures(judge: Env, device: DeviceKind = "cpu") -> frozenset[
     """What the corpus (in a checkout) filed for the judge release on this kind of device: a judge failing so says
     nothing."""
     from hybridfuzz.cli.options import known_dirs
-    from hybridfuzz.findings import known_signatures
+    from hybridfuzz.triage.findings import known_signatures
 
     return frozenset(known_signatures(*known_dirs(None), on=device, release=judge.version))
 
@@ -125,7 +125,7 @@ def fuzz_command(env: Env, budget_s: float, seed: int, run_dir: str, timeout: fl
 def run_release(env: Env, judge: Env, budget_s: float, seed: int, out_root: str, fuzz_args: list[str],
                 timeout: float = 300.0, lock: str | None = None, device: DeviceKind = "cpu") -> ReleaseRow:
     """One fuzz trial on ``env``'s release, every finding replayed on ``judge``; the row for the table."""
-    from hybridfuzz.faultbench import fuzz_until_credited
+    from hybridfuzz.bench.faults import fuzz_until_credited
 
     run_dir = os.path.join(out_root, env.version)
     found_dir = os.path.join(run_dir, "found")
@@ -230,7 +230,7 @@ def merge(path: str, new: list[ReleaseRow], command: str | None) -> dict:
             old = json.load(f)
     rows = {(r.release, r.seed): r for r in map(_row, old.get("rows", []))}
     rows.update({(r.release, r.seed): r for r in new})
-    from hybridfuzz.venvs import version_key
+    from hybridfuzz.triage.venvs import version_key
 
     ordered = sorted(rows.values(), key=lambda r: (version_key(r.release), r.seed))
     judges = sorted({r.judge for r in ordered}, key=version_key)  # one, unless --rejudge gave some rows another

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hybridfuzz import benchtable
+from hybridfuzz.bench import table as benchtable
 from hybridfuzz.faults.spec import ENV, FaultSpec
 
 CLEAN = "clean"
@@ -193,7 +193,7 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
 def _shrink_credited(row: FaultRow, fault: str, path: str, seen: dict[str, float], timeout: float, shrink_s: float) -> None:
     """The row for the fault's first finding: shrunk (bounded) and replayed with the fault on."""
     from hybridfuzz.case import load_case_file
-    from hybridfuzz.findings import case_size
+    from hybridfuzz.triage.findings import case_size
 
     case = load_case_file(path)
     sig = case.observed[-1].signature

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hybridfuzz.campaign.records import CaseEvent, iter_events
-from hybridfuzz.plots import _bars_status, _e, _fmt_s, first_seen, plot_coverage, plot_findings_over_time, plot_steps, plot_time_to_find
+from hybridfuzz.report.plots import _bars_status, _e, _fmt_s, first_seen, plot_coverage, plot_findings_over_time, plot_steps, plot_time_to_find
 
 
 @dataclass

@@ -97,7 +97,7 @@ class KvClass:
 
 def kv_class(case: Case, signature: str, vllm: str, device: str) -> KvClass | None:
     """The KV-dtype class a divergence of this case would belong to; None with the auto KV cache."""
-    from hybridfuzz.triage import split_signature
+    from hybridfuzz.triage.status import split_signature
 
     if case.engine.kv_cache_dtype == "auto" or not signature:
         return None

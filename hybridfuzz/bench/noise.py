@@ -4,7 +4,7 @@ Runs cases whose every generate repeats one prompt (twice in one batch, once mor
 later step, where prefix caching may serve it) and saves the whole traces, so that the
 self-consistency rule can be calibrated offline, on this machine, from a GPU's traces:
 
-    python3 -m hybridfuzz.noise --cases 40 --kv-dtypes auto,int8_per_token_head \
+    python3 -m hybridfuzz.bench.noise --cases 40 --kv-dtypes auto,int8_per_token_head \
         --attention-backend TRITON_ATTN --workers 12 --out noise.json
 """
 from __future__ import annotations

@@ -1,0 +1,4 @@
+"""``hybridfuzz report``: a run's HTML page (page) and its inline SVG plots (plots).
+
+Importing the package imports none of them.
+"""
