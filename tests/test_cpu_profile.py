@@ -1,5 +1,5 @@
 """gpu/cpu_profile.py, the summary of a py-spy profile of a GPU campaign, on lines shaped like py-spy 0.4's raw
-output of the H200 campaign of 2026-12-03 (results/gpu-h200-2026-12-03-s19/res/prof-c32.txt.gz)."""
+output of the H200 campaign of 2026-12-03 (results/2026-12-03-h200-vllm0.32.0-cpu-profile/README.md)."""
 import os
 import subprocess
 import sys

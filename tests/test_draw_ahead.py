@@ -4,7 +4,7 @@ from hybridfuzz.campaign.loop import DRAW_AHEAD, batch_sessions, draw_ahead, dra
 from hybridfuzz.strategies.case import sessions
 from hybridfuzz.strategies.platform import Platform
 
-# vLLM 0.26.0 on an H200 as `hybridfuzz platform` printed it (results/gpu-h200-2026-12-01-s9/platform26.txt)
+# vLLM 0.26.0 on an H200 as `hybridfuzz platform` printed it (results/2026-12-01-h200-vllm0.26.0-default-campaigns/platform26.txt)
 H200_026 = Platform(device="cuda", kv_cache_dtypes=("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2",
                                                      "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4"),
                     attention_backends=("TRITON_ATTN", "FLASH_ATTN", "FLASHINFER", "FLEX_ATTENTION"), has_graphs=True,

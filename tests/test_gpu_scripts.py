@@ -579,7 +579,7 @@ def test_lease_replay_file_runs_a_copy_of_any_case_file_under_the_given_variable
     variable set: a mend name that does not exist is refused in one line before any engine, naming the variable.
     replay_job is replay_file of the newest corpus/gpu/NAME-vllm-*.yaml."""
     res = tmp_path / "res"
-    case = os.path.join(ROOT, "results/gpu-h100-2026-12-06-s35/next/as-found.yaml")
+    case = os.path.join(ROOT, "tests/data/gpu-plan/zamba2-int4-as-found.yaml")
     r = _lease(tmp_path, tagged_site, f"replay_file x 1 {case} HYBRIDFUZZ_MEND=no-such-mend; wait \"${{jobs[@]}}\"; "
                                       "corpus_case falcon-h1-graphs-one-token-prompt-repeat-differs")
     assert r.returncode == 0, r.stderr

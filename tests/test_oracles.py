@@ -282,8 +282,8 @@ def test_a_wrong_output_signature_names_the_family_so_a_known_bug_masks_no_other
     assert sig("qwen3_next", ["linear_attention"]) != sig("lfm2", ["conv"])
 
 
-@pytest.mark.parametrize("path,pairs", [("results/gpu-h200x2-2026-11-30-vllm-0.32.0/noise-triton-auto-int8.json.gz", 120),
-                                        ("results/calibration-cpu-2026-11-30/noise-chunked-auto-fp8.json.gz", 120)])
+@pytest.mark.parametrize("path,pairs", [("tests/data/calibration/noise-triton-auto-int8-h200-vllm0.32.0.json.gz", 120),
+                                        ("tests/data/calibration/noise-chunked-auto-fp8-cpu-vllm0.32.0.json.gz", 120)])
 def test_saved_noise_traces_raise_no_self_consistency_alarm_but_would_under_the_exact_rule(path, pairs):
     """Real traces of repeated requests with no bug (an H200 with TRITON_ATTN; this CPU with chunked
     prefill): the rule flags none; the exact rule would flag some (cache hits, chunk boundaries)."""
@@ -302,13 +302,13 @@ def test_saved_noise_traces_raise_no_self_consistency_alarm_but_would_under_the_
 
 
 @pytest.mark.parametrize("path,dtypes,pairs,tighter,flagged_by_tighter", [
-    ("results/gpu-h100-2026-12-05-s33/res/calib/int4-pairs.json.gz", ["int4_per_token_head"], 32, "QUANTIZED", 2),
-    ("results/gpu-h100-2026-12-05-s33/res/calib1/int4-pairs-seed1.json.gz", ["int4_per_token_head"], 32, "QUANTIZED", 1),
+    ("tests/data/calibration/int4-pairs-h100-vllm0.33.0.json.gz", ["int4_per_token_head"], 32, "QUANTIZED", 2),
+    ("tests/data/calibration/int4-pairs-seed1-h100-vllm0.33.0.json.gz", ["int4_per_token_head"], 32, "QUANTIZED", 1),
     # seed 2: held out of INT4's calibration
-    ("results/gpu-h100-2026-12-05-s33/res/calib2/int4-pairs-seed2.json.gz", ["int4_per_token_head"], 48, "QUANTIZED", 3),
-    ("results/gpu-h100-2026-12-06-s34/res/calib/fp8-pairs.json.gz", ["fp8"], 48, "EXACT", 79),
+    ("tests/data/calibration/int4-pairs-seed2-h100-vllm0.33.0.json.gz", ["int4_per_token_head"], 48, "QUANTIZED", 3),
+    ("tests/data/calibration/fp8-pairs-h100-vllm0.33.0.json.gz", ["fp8"], 48, "EXACT", 79),
     # three dtypes in one run; fp8_e5m2's pairs are 5 of 17 (12 did not start: FlashInfer's query-dtype bug)
-    ("results/gpu-h100-2026-12-06-s35/res/calib/quantized-pairs.json.gz",
+    ("tests/data/calibration/quantized-pairs-h100-vllm0.33.0.json.gz",
      ["fp8_e5m2", "int8_per_token_head", "fp8_per_token_head"], 48, "EXACT", 54)])
 def test_clean_kv_pairs_of_a_gpu_raise_no_reference_alarm_under_their_dtypes_tolerance(path, dtypes, pairs, tighter,
                                                                                      flagged_by_tighter):
@@ -408,7 +408,7 @@ def test_low_bit_kv_formats_are_ignored_on_cpu_so_their_distance_from_auto_is_no
     from hybridfuzz.executor import judge
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    records = load_pairs(os.path.join(root, "results/calibration-cpu-2026-11-30/lowbit-formats-ignored-cpu.json.gz"))
+    records = load_pairs(os.path.join(root, "tests/data/calibration/lowbit-formats-ignored-cpu-vllm0.32.0.json.gz"))
     by_case: dict[str, list] = {}  # the same case under each dtype
     for case, trace, ref in records:
         assert trace.outcome == "ok" and ref.outcome == "ok"
@@ -466,8 +466,8 @@ def test_an_op_error_is_located_in_the_code_that_called_the_op_so_two_op_bugs_ge
     assert verdict(a).signature == verdict(_op_error(selective_scan_like)).signature
 
 
-@pytest.mark.parametrize("path,device_max", [("results/gpu-h200x2-2026-11-30-vllm-0.32.0/noise-triton-auto-int8.json.gz", 0.165),
-                                             ("results/calibration-cpu-2026-11-30/noise-chunked-auto-fp8.json.gz", 0.115)])
+@pytest.mark.parametrize("path,device_max", [("tests/data/calibration/noise-triton-auto-int8-h200-vllm0.32.0.json.gz", 0.165),
+                                             ("tests/data/calibration/noise-chunked-auto-fp8-cpu-vllm0.32.0.json.gz", 0.115)])
 def test_repeat_drift_is_the_noise_the_calibration_measured(path, device_max):
     """What every campaign now records per case (CaseEvent.repeat_drift), on the saved traces the GPU and CPU schedule
     tolerance was calibrated from (oracles/consistency.py SCHEDULE_VARIANCE): it reaches the maxima written there and
@@ -509,7 +509,7 @@ def test_reference_distance_is_what_a_gpu_calibration_of_the_reference_tolerance
 
 # ---------------------------------------------------------------- device faults (oracles/health.py)
 
-# How the one int4 per-token-head fault of vLLM 0.33.0 surfaced on the H200 and H100 (2026-12-03..05, results/gpu-*),
+# How the one int4 per-token-head fault of vLLM 0.33.0 surfaced on the H200 and H100 (2026-12-03..05, results/),
 # word for word: CUDA reports a fault at whatever later call synchronises.
 FAULT_SURFACES = [
     ("error", 1, "AcceleratorError", "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
@@ -595,8 +595,8 @@ def test_a_sampled_token_outside_the_vocabulary_is_a_health_finding_and_is_named
     assert verdict(511, -0.5).status == verdict(0, -0.5).status == "pass"
     assert check_health(Trace(steps=[StepResult(index=0, kind="generate", outputs=[
         RequestResult(prompt_len=7, tokens=[512], logprobs=[[[512, -0.5]]])])])).status == "pass"  # no case: no vocabulary
-    clean = [(c, t) for p in ("results/gpu-h100-2026-12-05-s33/res/calib/int4-pairs.json.gz",
-                              "results/gpu-h100-2026-12-06-s34/res/calib/fp8-pairs.json.gz",
-                              "results/gpu-h100-2026-12-06-s35/res/calib/quantized-pairs.json.gz")
+    clean = [(c, t) for p in ("tests/data/calibration/int4-pairs-h100-vllm0.33.0.json.gz",
+                              "tests/data/calibration/fp8-pairs-h100-vllm0.33.0.json.gz",
+                              "tests/data/calibration/quantized-pairs-h100-vllm0.33.0.json.gz")
              for c, got, ref in load_pairs(os.path.join(root, p)) for t in (got, ref) if t.outcome == "ok"]
     assert len(clean) > 150 and all(check_health(t, case=c).status == "pass" for c, t in clean)

@@ -1,5 +1,5 @@
 """Triage by shared features, on a real campaign's committed findings and events (the H200, vLLM 0.32.0,
-2026-12-03, results/gpu-h200-2026-12-03-s20/res/c32): what was seen there by hand must come out of the data."""
+2026-12-03, tests/data/campaign-h200-vllm0.32.0-2026-12-03): what was seen there by hand must come out of the data."""
 import json
 import os
 import subprocess
@@ -7,7 +7,7 @@ import sys
 
 from hybridfuzz.shared_features import MIN_SHARED, finding_events, kv_scales, shared_features, tail
 
-RUN = os.path.join(os.path.dirname(__file__), "..", "results", "gpu-h200-2026-12-03-s20", "res", "c32")
+RUN = os.path.join(os.path.dirname(__file__), "data", "campaign-h200-vllm0.32.0-2026-12-03")
 
 
 def test_the_binomial_tail_and_the_kv_scale_kinds():
@@ -44,7 +44,7 @@ def test_one_token_prompts_are_recorded_as_a_feature():
     from hybridfuzz.case import load_case_file
     from hybridfuzz.shared_features import FEATURES
 
-    found = os.path.join(os.path.dirname(__file__), "..", "results", "gpu-h200-2026-12-04-s24", "res", "c33", "findings")
+    found = os.path.join(os.path.dirname(__file__), "data", "findings-h200-vllm0.33.0-2026-12-04")
     one = load_case_file(os.path.join(found, "self_consistency_first-request-differs_ffb181bb.yaml"))
     long = load_case_file(os.path.join(found, "self_consistency_repeat-differs_c5daf501.yaml"))
     events = [CaseEvent.of(c, "divergence", "", 0.0, 0.0, "generate") for c in (one, long)]
