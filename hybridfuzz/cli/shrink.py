@@ -9,7 +9,7 @@ from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, USAGE, UsageError
 
 NAME = "shrink"
-HELP = "shrink a failing YAML case to a minimal one with the same signature (exit 0 when written)"
+HELP = "shrink a failing YAML case to a minimal one with the same signature, then isolate its cause set (exit 0 when written)"
 EXITS = {0: "a minimal case was written and replays", 1: "the case does not fail here (or the result did not replay)"}
 
 
@@ -32,6 +32,9 @@ def add_arguments(p) -> None:
     p.add_argument("--warm", action="store_true",
                    help="on a warm fork server, as `fuzz` runs (default: cold, as a fresh process; a finding only a warm "
                         "server shows, such as one a cold AMX CPU hides behind its SIGILL, needs this)")
+    p.add_argument("--no-isolate", action="store_true",
+                   help="leave out the cause isolation that follows a finished shrink whose minimal case replayed (as "
+                        "`hybridfuzz isolate`, within what is left of --budget; its cause set is written as cause:)")
     options.add_timeout(p)
     options.add_json(p)
 
@@ -53,11 +56,11 @@ def first_runs(case, recorded: list[str], device) -> int:
 def shrink_targets(case) -> list[str]:
     """What a shrink of ``case`` keeps to when no --signature is given: the signatures its file records for its
     finding (findings.recorded_signatures), and the device-fault signature where a recorded run names a GPU fault
-    (recorded before device faults had a signature of their own, engines/base.py DEVICE_FAULT). A case that records
+    (recorded before device faults had a signature of their own, failures.py DEVICE_FAULT). A case that records
     no finding (a hand-written one): none, and the first run's failure is the target."""
-    from hybridfuzz.engines.base import DEVICE_FAULT
-    from hybridfuzz.triage.findings import recorded_signatures
+    from hybridfuzz.failures import DEVICE_FAULT
     from hybridfuzz.oracles.health import device_fault_signature
+    from hybridfuzz.triage.findings import recorded_signatures
 
     targets = recorded_signatures(case)
     if any(DEVICE_FAULT.search(o.summary) for o in case.observed if o.verdict == "divergence"):
@@ -105,7 +108,7 @@ def _several(args) -> int:
     for path in args.case:  # bad input is one line before any engine starts
         _engine_case(path, output_path(path, args.in_place))
     flags = ["--budget", f"{args.budget}s", "--workers", str(args.workers), "--timeout", str(args.timeout)]
-    flags += ["--in-place"] * args.in_place + ["--json"] * args.json + ["--warm"] * args.warm + (["--signature", args.signature] if args.signature else [])
+    flags += ["--in-place"] * args.in_place + ["--json"] * args.json + ["--warm"] * args.warm + ["--no-isolate"] * args.no_isolate + (["--signature", args.signature] if args.signature else [])
     flags += ["--tries", str(args.tries)] if args.tries else []
     lock = threading.Lock()
 
@@ -146,15 +149,14 @@ def _several(args) -> int:
 def _one(args) -> int:
     import time
 
-    from hybridfuzz.case import dump_case
+    from hybridfuzz.case import device_kind, dump_case
     from hybridfuzz.executor import needs_reference, replay
-    from hybridfuzz.triage.findings import observation_of, with_observation
     from hybridfuzz.hosts import make_host
-    from hybridfuzz.case import device_kind
-    from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
-    from hybridfuzz.triage.shrink import describe, shrink, variants_at_once
     from hybridfuzz.oracles.health import decided_alone
     from hybridfuzz.store import write_atomic
+    from hybridfuzz.triage.findings import observation_of, with_observation
+    from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
+    from hybridfuzz.triage.shrink import describe, shrink, variants_at_once
 
     out = output_path(args.case, args.in_place, args.out)
     case = _engine_case(args.case, out)
@@ -164,7 +166,7 @@ def _one(args) -> int:
     target = args.signature or ""
 
     def keep(c, v, env, why):
-        write_atomic(out, dump_case(with_observation(c, observation_of(v, env))))
+        write_atomic(out, dump_case(with_observation(c.replace(cause={}), observation_of(v, env))))
         kept.append(why)
 
     try:
@@ -209,6 +211,11 @@ def _one(args) -> int:
             result = shrink(case, target, host, left, parallel, args.timeout,
                             on_smaller=lambda c, v, why: keep(c, v, env, why), log=say, alone=alone, tries=tries)
             confirm = replay(result.case, host, args.timeout)
+            same = _write_minimal(out, target, result, confirm, first.verdict, env, say)
+            isolated = None
+            if same and result.finished and not args.no_isolate:
+                isolated = _isolate_minimal(args, out, target, host, args.budget - (time.monotonic() - started), parallel,
+                                            result.tries, alone, say)
     except KeyboardInterrupt:
         say(f"hybridfuzz: interrupted; {'the smallest case so far is in ' + os.path.relpath(out) if kept else 'nothing smaller was found yet'}")
         if args.json:  # a script reading stdout learns what was kept, as after a finished shrink
@@ -216,6 +223,23 @@ def _one(args) -> int:
                               "stopped": "interrupted", "simplifications": kept, "seconds": round(time.monotonic() - started, 1)},
                              indent=2), flush=True)
         return INTERRUPTED
+    if args.json:
+        print(json.dumps({"case": args.case, "written": out, "target": target, "finished": result.finished, "stopped": result.stopped,
+                          "simplifications": result.accepted, "engine_runs": result.runs, "seconds": round(result.seconds, 1),
+                          "tries": result.tries,
+                          "replayed": same, "status": confirm.verdict.status, "signature": confirm.verdict.signature,
+                          "cause": isolated.cause if isolated else None}, indent=2))
+    return OK if same else FOUND
+
+
+def _write_minimal(out: str, target: str, result, confirm, first, env: dict, say) -> bool:
+    """Write the shrink's result to ``out`` with its confirmation's observation and a note of the shrink; whether the
+    confirmation replayed the target. A cause set the unshrunk case recorded goes: it was isolated on another case."""
+    from hybridfuzz.case import dump_case
+    from hybridfuzz.store import write_atomic
+    from hybridfuzz.triage.findings import observation_of, with_observation
+    from hybridfuzz.triage.shrink import describe
+
     same = confirm.verdict.signature == target
     note = (f"shrunk by `hybridfuzz shrink` ({len(result.accepted)} simplifications, {result.runs} engine runs, "
             f"{result.seconds:.0f}s{'' if result.tries == 1 else f', up to {result.tries} runs a variant'}"
@@ -225,8 +249,9 @@ def _one(args) -> int:
     # confirmations met a host without its GPU and wrote "vllm: unknown" on a CPU's ISA): the kept run's verdict
     # then goes with the first run's environment, the engine that showed the target; with nothing kept, so does the
     # first run's own verdict
-    final = with_observation(result.case, observation_of(confirm.verdict, confirm.trace.env) if same
-                             else observation_of(result.verdict or first.verdict, env))
+    minimal = result.case.replace(cause={}) if result.accepted else result.case
+    final = with_observation(minimal, observation_of(confirm.verdict, confirm.trace.env) if same
+                             else observation_of(result.verdict or first, env))
     earlier = final.note.rstrip()
     if earlier and not earlier.endswith("."):
         earlier += "."
@@ -236,9 +261,23 @@ def _one(args) -> int:
         f"{len(result.accepted)} simplifications, {result.runs} engine runs, {result.seconds:.0f}s")
     say(f"replayed on a fresh engine: {confirm.verdict.one_line()}")
     say(f"written: {os.path.relpath(out)}")
-    if args.json:
-        print(json.dumps({"case": args.case, "written": out, "target": target, "finished": result.finished, "stopped": result.stopped,
-                          "simplifications": result.accepted, "engine_runs": result.runs, "seconds": round(result.seconds, 1),
-                          "tries": result.tries,
-                          "replayed": same, "status": confirm.verdict.status, "signature": confirm.verdict.signature}, indent=2))
-    return OK if same else FOUND
+    return same
+
+
+def _isolate_minimal(args, out: str, target: str, host, left: float, parallel: int, tries: int, alone: bool, say):
+    """Cause isolation (``hybridfuzz isolate``) of the minimal case just written and replayed, on the same host, within
+    what is left of --budget, with the shrink's runs a variant; its cause set goes into ``out``. None without budget."""
+    from hybridfuzz.case import dump_case, load_case_file
+    from hybridfuzz.cli.isolate import report
+    from hybridfuzz.store import write_atomic
+    from hybridfuzz.triage.isolate import isolate
+
+    if left <= 0:
+        say(f"not isolated: no budget left (`hybridfuzz isolate {os.path.relpath(out)} --write` does it)")
+        return None
+    minimal = load_case_file(out)
+    say(f"isolating the cause: each setting flipped to its neutral value, {tries} run(s) a flip, {max(left, 0):.0f}s left")
+    isolated = isolate(minimal, target, host, left, parallel, tries, args.timeout, alone, lambda line: say("  " + line))
+    report(isolated, say)
+    write_atomic(out, dump_case(minimal.replace(cause=isolated.cause)))
+    return isolated

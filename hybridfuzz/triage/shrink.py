@@ -93,6 +93,29 @@ def _blocking_steps(case: Case, protocol: sleepwake.Host) -> int:
     return sum(w.rule.call == "blocks" for w in sleepwake.walk(case.steps, protocol))
 
 
+def unrunnable(variant: Case, case: Case, protocol: sleepwake.Host = sleepwake.OFFLINE) -> str:
+    """Why ``variant`` of ``case`` is no variant to run, in a few words ("" when it is one): the schema rule it breaks
+    (its YAML would not load), or a step it leaves waiting on a paused engine that ``case`` did not (``variants``
+    says why neither is worth an engine run). ``hybridfuzz isolate`` reports it for a flip it cannot make."""
+    try:
+        case_from_dict(case_to_dict(variant))
+    except CaseError as e:
+        return f"the case would not load ({e})"
+    if _blocking_steps(variant, protocol) > _blocking_steps(case, protocol):
+        return "a later step would wait on a paused engine (hybridfuzz/sleepwake.py)"
+    return ""
+
+
+def step_drops(steps: list) -> Iterator[tuple[int, int]]:
+    """(start, length) of each single step to drop, a sleep and the wake-up right after it as one (a sleep without
+    its wake-up leaves the engine asleep, and every later step fails for that); never the case's only step."""
+    i = 0
+    while i < len(steps) and len(steps) > 1:
+        n = 2 if isinstance(steps[i], Sleep) and i + 1 < len(steps) and isinstance(steps[i + 1], WakeUp) and len(steps) > 2 else 1
+        yield i, n
+        i += n
+
+
 def _valid(case: Case) -> bool:
     return _loads(case_to_dict(case))
 
