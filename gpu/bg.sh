@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Start a command detached (its own session), so it outlives the device tool's call that
-# started it (the tool ends a call's other processes when the call returns). Its output goes
+# Start a command detached (its own session), so it outlives the remote command that started
+# it (some remote-execution channels end a command's other processes when it returns). Its output goes
 # to $HF_RES/NAME.log and its exit status to $HF_RES/NAME.rc (HF_RES defaults to /tmp/res).
 #
 #   gpu/bg.sh NAME CMD [ARGS...]

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Save or restore a GPU host's kernel caches (Triton, FlashInfer JIT), so that a fresh host does not spend its
 # first minutes compiling: on 2026-12-01 a 4-minute warm-up campaign left about 18 FlashInfer compilers running
-# into the measured campaign (results/gpu-h200-2026-12-01-s11/README.md).
+# into the measured campaign (results/2026-12-01-h200-vllm0.26.0-0.32.0-24-cases-12-steps/README.md).
 #
 #   gpu/caches.sh save DIR      tar ~/.triton/cache and ~/.cache/flashinfer into DIR/tri.tgz.part-* and
-#                               DIR/fi.tgz.part-* (15 MiB parts: the device tool returns 8 files of 16 MiB a call)
+#                               DIR/fi.tgz.part-* (15 MiB parts, for hosts reached through a size-limited channel)
 #   gpu/caches.sh save-new DIR  the same, with only the files written since the last restore: what this host
-#                               compiled. The fourteenth session's host compiled about 100 MB more on top of the
-#                               restored 940 MB, and its device time ended before a whole save could come back.
+#                               compiled. An H200 host (2026-12-01, vLLM 0.32.0) compiled about 100 MB more on top
+#                               of a restored 940 MB: that part alone is quick to bring back.
 #   gpu/caches.sh restore DIR [DIR...]
 #                               unpack those parts (checked against DIR/caches.sha256 when present), in order: a
 #                               whole save, then the new files saved on top of it

@@ -1,6 +1,6 @@
 """Where a GPU campaign's CPU goes: a summary of a py-spy ``record --subprocesses --format raw`` profile.
 
-On the H200 the campaign is CPU-bound (16 of 16 cores busy, results/gpu-h200-2026-12-02-s17/), and wall times
+On the H200 the campaign is CPU-bound (16 of 16 cores busy, results/2026-12-02-h200-vllm0.32.0-cuda-sync-block/), and wall times
 under that load do not say which work is costly. py-spy samples only threads on a CPU (without ``--idle``), so the
 sample counts are CPU time. Printed: samples by process kind, by stage of an engine's life (the first CATEGORY
 whose pattern a stack holds), and the functions most often on the stack.

@@ -8,16 +8,16 @@
 # What rides along is derived from the release's own metadata by gpu/bundle_plan.py (uv resolves
 # vllm==X for the host, preferring the host's own versions); OUT_DIR/plan.txt records it and
 # OUT_DIR/plan-explained.txt says why each package rides or stays. OUT_DIR gets parts/part-NN
-# (<= PART_MB MiB each; by default what fits one device call beside the working tree, at most 44), SHA256 and install-on-host.sh. On the host: gpu/hf.sh or
+# (<= PART_MB MiB each; by default what fits a 64 MiB transfer beside the working tree, at most 44), SHA256 and
+# install-on-host.sh. On the host: gpu/hf.sh or
 # install-on-host.sh PARTS SHA256 TARGET.
 set -euo pipefail
 usage="usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]"
 ver=${1:?$usage}
 out=${2:?$usage}
-# A call of the device tool carries 64 MiB, a part and the whole working tree together, and a little more it does not
-# name (45 and 47 MiB parts refused with 17.7 MiB tracked, 44 taken with 14.0; on 2026-12-04, s26, 44 refused with
-# 20.0 MiB tracked and taken with 14.7). The default part leaves the tree as it is now and 8 MiB (what the call adds,
-# and a session's results committed after the build); at most 44.
+# For hosts reached through a channel that carries 64 MiB at a time, a part and the working tree together, with some
+# overhead: the default part leaves room for the tree as it is now and 8 MiB (the channel's overhead, and results
+# committed after the build); at most 44.
 tracked_mib=$(git -C "$(dirname "$0")/.." ls-files -z 2>/dev/null | (cd "$(dirname "$0")/.." && xargs -0 -r du -cb 2>/dev/null) | tail -1 | awk '{print int($1 / 1048576) + 1}' || true)
 fit=$(( 64 - ${tracked_mib:-20} - 8 )); [ "$fit" -gt 44 ] && fit=44; [ "$fit" -lt 8 ] && fit=8
 part_mb=${3:-$fit}

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Copy what a GPU session found into OUT, small enough to bring back: each campaign's summary,
+# Copy what a GPU run found into OUT, small enough to bring back: each campaign's summary,
 # campaign.json, findings (YAML) and their states, learnt refusals, per-worker summaries and events,
 # the tail of each job log (`hybridfuzz campaign-status --dir` works on the copy), and from any other
-# folder (loose replays and shrinks) its YAML, JSON and log tails. Run it at the end of every waiting
-# call (into $OUT) while detached jobs run: results come back even if the host is lost later.
+# folder (loose replays and shrinks) its YAML, JSON and log tails. Run it often while detached jobs run
+# (e.g. at the end of every remote command that watches them): results come back even if the host is lost later.
 #
 #   gpu/pack-results.sh RES_DIR OUT_DIR
 set -uo pipefail
@@ -16,7 +16,7 @@ for log in "$res"/*.log; do log_tail "$log" 200 "$out"; done
 cp "$res"/*.rc "$res"/*.json "$res"/*.txt "$res"/*-prof-folded.txt.gz "$out"/ 2>/dev/null
 for d in "$res"/*/; do
   if [ ! -f "$d/campaign.json" ] && [ ! -f "$d/summary.json" ]; then
-    # a folder of loose jobs (replays, shrinks: results/gpu-*/run.sh): their cases and JSON whole, their logs' tails
+    # a folder of loose jobs (a run plan's replays and shrinks, gpu/plan.sh): their cases and JSON whole, their logs' tails
     n=$(basename "$d"); mkdir -p "$out/$n"
     cp "$d"/*.yaml "$d"/*.json "$out/$n"/ 2>/dev/null
     for log in "$d"/*.log "$d"/*.err; do log_tail "$log" 300 "$out/$n"; done

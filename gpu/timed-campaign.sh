@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One bounded campaign on an offline GPU host, as the H200 sessions run them (results/gpu-h200-*/run.sh):
+# One bounded campaign on an offline GPU host, as the H200 and H100 run plans of results/ ran them:
 #
 #   gpu/timed-campaign.sh TAG NAME BUDGET_S GRACE_S [campaign args...]
 #
-# TAG picks the bundle the session copied to /tmp/pTAG, /tmp/shaTAG and installs in /tmp/siteTAG (e.g. 26, 32).
+# TAG picks the bundle copied to /tmp/pTAG, /tmp/shaTAG and installs in /tmp/siteTAG (e.g. 26, 32).
 # Runs `campaign --engine gpu --dir $HF_RES/NAME --budget BUDGET_S`, SIGINT GRACE_S after its budget and SIGKILL
 # 60 s later (GRACE_S 180 leaves room for the wind-down: background shrinks stop 60 s past the budget, and every
 # finding still queued is replayed once on a fresh engine; with 60 both campaigns of 2026-12-03 were killed before

@@ -506,7 +506,7 @@ def test_unpack_wheels_installs_what_pip_installs_executable_bits_and_data_schem
     assert os.access(ours / "tool" / "bin" / "ptxas", os.X_OK) and not os.access(ours / "tool" / "__init__.py", os.X_OK)
 
 
-# ---------------------------------------------------------------- gpu/lease.sh: a lease plan's helpers
+# ---------------------------------------------------------------- gpu/plan.sh: a run plan's helpers
 
 FAKE_LOST_GPU = """#!/usr/bin/env bash
 # stands in for nvidia-smi on a GPU that needs a reset, as the H100 of 2026-12-05 answered after Xid 154
@@ -517,7 +517,7 @@ if [ "$1" = -q ]; then echo "    Product Brand : GPU requires reset"; else echo 
 def _lease(tmp_path, tag, script, path=None, **env_vars):
     env = {**os.environ, "HF_RES": str(tmp_path / "res"), **({"PATH": f"{path}:{os.environ['PATH']}"} if path else {}),
            **env_vars}
-    return subprocess.run(["bash", "-c", f"here={ROOT}; source {ROOT}/gpu/lease.sh {tag}; {script}"], capture_output=True,
+    return subprocess.run(["bash", "-c", f"here={ROOT}; source {ROOT}/gpu/plan.sh {tag}; {script}"], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=900)
 
 
