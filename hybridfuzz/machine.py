@@ -43,7 +43,7 @@ def amx_tiles_permitted() -> bool | None:
     kernel does not request it: in a process where nothing else has (a fork-server child from a cold server, a fresh
     script) it dies with SIGILL. Elsewhere the request comes from oneDNN's AMX check inside torch's brgemm, which
     vLLM's sgl-kernel linear layers call for a bfloat16 batch of more than 4 tokens: a 5-token first prompt passes, a
-    4-token one dies (strace -k, results/cpu-2026-12-05-s27/)."""
+    4-token one dies (strace -k, results/2026-12-05-cpu-vllm0.32.0-kv-dtype-classes/)."""
     import ctypes
     import sys
 

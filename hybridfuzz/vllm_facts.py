@@ -15,7 +15,7 @@ import typing
 
 # The facts a campaign's workers need to draw and check cases, read once by the supervisor and handed to them with
 # the platform (strategies.platform.Platform.vllm_facts). In the H200 campaign of 2026-12-03 (py-spy over all its
-# processes, results/gpu-h200-2026-12-03-s19/) twelve workers importing vLLM for them took 15 % of the host's CPU.
+# processes, results/2026-12-03-h200-vllm0.32.0-cpu-profile/) twelve workers importing vLLM for them took 15 % of the host's CPU.
 SHARED: list[str] = []  # the facts of the functions marked @shareable, by name
 _adopted: dict[str, tuple[str, ...]] = {}
 

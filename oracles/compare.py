@@ -37,15 +37,15 @@ EXACT = Tolerance(flip_margin=1e-3, drift=0.02)
 # Calibrated with `hybridfuzz calibrate` on 181 clean fp8-vs-auto requests (seeds 0, 1):
 # flip margins up to 2.4 nats, drift up to 3.1, one flip outside the top-5 with 4 of 5
 # shared; thresholds are about 1.5x those maxima. Validated on held-out seed 2 (NOTES.md). On a GPU (an H100, vLLM
-# 0.33.0, 2026-12-06, `calibrate --kv-dtypes fp8 --pairs 48 --seed 0`, results/gpu-h100-2026-12-06-s34/README.md): 89
+# 0.33.0, 2026-12-06, `calibrate --kv-dtypes fp8 --pairs 48 --seed 0`, results/2026-12-06-h100-vllm0.33.0-fp8-calibration/README.md): 89
 # requests, 19 flips with margins up to 0.63 nats, drift up to 2.4, no flip outside the top-k; none flagged. The same
 # H100 and release, `calibrate --kv-dtypes fp8_e5m2,int8_per_token_head,fp8_per_token_head --pairs 48 --seed 0`
-# (results/gpu-h100-2026-12-06-s35/README.md): fp8_per_token_head 33 requests, 7 flips, margins to 1.44, drift to 1.28;
+# (results/2026-12-06-h100-vllm0.33.0-int4-shrunk/README.md): fp8_per_token_head 33 requests, 7 flips, margins to 1.44, drift to 1.28;
 # int8_per_token_head 25 requests, 6 flips, margins to 0.13, drift to 0.34; fp8_e5m2 only 12 requests (12 of its 17
 # pairs did not start: FlashInfer's query-dtype bug, corpus/gpu/), none moved; none flagged, none outside the top-k.
 QUANTIZED = Tolerance(flip_margin=3.5, drift=4.5, min_topk_overlap=0.6)
 # int4_per_token_head (4 bits a value, one scale per token and head) on the GPU moves a clean engine further: vLLM 0.33.0 on
-# an H100, 2026-12-05, `hybridfuzz calibrate --kv-dtypes int4_per_token_head` (results/gpu-h100-2026-12-05-s33/README.md):
+# an H100, 2026-12-05, `hybridfuzz calibrate --kv-dtypes int4_per_token_head` (results/2026-12-05-h100-vllm0.33.0-int4-calibration/README.md):
 # on seeds 0/1 (123 requests) 61 flipped within 8 tokens, 18 at the first, with margins up to 4.9 nats, drift up to 4.2
 # and one flip outside the other's top-19 with 45% of it shared; QUANTIZED flagged 3 of them. The thresholds are 1.5x
 # those (the overlap divided by 1.5). Held-out seed 2 (101 requests, margins to 5.6, drift to 3.4, overlap 0.3): none

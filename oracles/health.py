@@ -71,7 +71,7 @@ def decided_alone(signature: str, summary: str) -> bool:
     executor.judge returns before it looks at the reference run, or a self-consistency or prefix-cache finding,
     which compares the case's run with itself. Shrinking, confirming or replaying it needs no reference engines:
     half the engines of a confirmation, the 12 % of worker time it took on the H200 of 2026-12-02
-    (results/gpu-h200-2026-12-02-s16/)."""
+    (results/2026-12-02-h200-vllm0.32.0-48-cases-per-engine/)."""
     if signature.startswith("health:"):
         return summary.startswith(CASE_LABEL + " ")
     return signature.split(":", 1)[0] in OWN_RUN_ORACLES

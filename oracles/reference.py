@@ -46,7 +46,7 @@ def reference_distance(trace: Trace, ref: Trace | None, tol: Tolerance = QUANTIZ
     case's requests against the reference's, relevant tokens only; None where nothing was compared or nothing flipped.
     Every campaign records both per case (campaign/records.py ``CaseEvent``), so the reference tolerance can be
     calibrated on the GPU from the cases it draws: QUANTIZED was calibrated on CPU, where an fp8 KV cache leaves
-    the query in bf16, and on the GPU it does not (results/gpu-h200-2026-12-04-s24/README.md)."""
+    the query in bf16, and on the GPU it does not (results/2026-12-04-h200-vllm0.33.0-default-campaign/README.md)."""
     if ref is None or trace.outcome != "ok" or ref.outcome != "ok":
         return None, None
     drifts, margins = [], []

@@ -34,7 +34,7 @@ class Platform:
     # The KV dtypes each attention backend takes here (``backend_declarations``: vLLM's ``supports_kv_cache_dtype``
     # over its declared list, where an empty list means every dtype). vLLM refuses a named backend with any other at start-up ("kv_cache_dtype not supported"): 18 of the 22 refused
     # sessions of the H200 campaign on vLLM 0.32.0, each an engine start that taught nothing
-    # (results/gpu-h200-2026-12-01-s14/). A backend missing here (its declaration unreadable) takes every dtype.
+    # (results/2026-12-01-h200-vllm0.26.0-0.32.0-engine-lives-float32/). A backend missing here (its declaration unreadable) takes every dtype.
     backend_kv_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # What this vLLM accepts (hybridfuzz.vllm_facts.shared()), so that a process handed this platform, a campaign
     # worker, draws and checks cases without importing vLLM (vllm_facts.adopt).

@@ -41,7 +41,7 @@ def test_hang_becomes_timeout_outcome_and_host_survives():
 @pytest.mark.engine
 def test_a_start_up_timeout_is_tried_again_with_twice_the_deadline():
     """executor.replay: a start-up that timed out counts only if it times out again with twice the deadline (a loaded
-    host starts engines slowly: results/gpu-h200-2026-12-04-s23/). A quarter-second deadline stands in for the load
+    host starts engines slowly: results/2026-12-04-h200-vllm0.33.0-int8-triage/). A quarter-second deadline stands in for the load
     (a 1 s one, 2 s on the retry, let a cold child start in 1.3 s on an AMX Xeon, 2026-12-04, and time out in its
     first generate instead); the message names the host's load for whoever triages it."""
     from hybridfuzz.executor import replay, startup_timed_out

@@ -1,7 +1,7 @@
 """KV-dtype classes: one quantised-KV bug seen on many families is one finding, not one per family.
 
 README command (a) on an AMX CPU (2026-12-04) wrote 27 findings; 23 were KV-dtype classes the corpus already filed,
-found again on other families (results/cpu-2026-12-04-s26/). The pure tests pin what a class is; the engine test
+found again on other families (results/2026-12-04-cpu-vllm0.32.0-amx-readme-fuzz/). The pure tests pin what a class is; the engine test
 drives the fuzz loop's control on a real CPU engine.
 """
 from __future__ import annotations

@@ -9,10 +9,10 @@ host's shrink slots (campaign/slots.py) first. ``close()`` cuts a shrink short a
 end of the budget: what is on disk is the smallest case found so far, and it is still
 replayed before it counts; a job begun after it is only replayed (in the H200 campaign of
 2026-12-03 that confirmed 36 findings on fresh engines in the two minutes after the budget,
-results/gpu-h200-2026-12-03-s20/). Crashes, errors and NaNs go first: with two shrink slots a
+results/2026-12-03-h200-vllm0.32.0-default-campaign/). Crashes, errors and NaNs go first: with two shrink slots a
 host, the three findings shrunk in that campaign were two start-up errors of known classes and
 a drift that was most likely noise. Then one finding of each KV dtype before a second of any, and
-within that one of each oracle kind: in the next campaign (0.33.0, results/gpu-h200-2026-12-03-s21/)
+within that one of each oracle kind: in the next campaign (0.33.0, results/2026-12-03-h200-vllm0.33.0-default-campaign/)
 no shrink finished in 660 s, and of the 36 findings 13 were one bug class (per-token-head KV dtypes),
 so in the order found a class got its second shrink before another class its first.
 """

@@ -2,7 +2,7 @@
 per-engine footprint, capped by the CPU cores that engine start-up is bound on.
 
 Calibration (``hybridfuzz bench --at-once 8,16,24`` on an H200, vLLM 0.32.0, 2026-11-30,
-results/gpu-h200x2-2026-11-30-vllm-0.32.0/bench-at-once.json): 8, 16 and 24 tiny engines
+results/2026-11-30-h200x2-vllm0.32.0-campaign-calibration/bench-at-once.json): 8, 16 and 24 tiny engines
 peaked at 11063, 19333 and 21106 MB of GPU memory, under 1.4 GB an engine; 48 engines on
 vLLM 0.26.0 took 41 GB (issue #12). Start-up is CPU-bound: on 16 cores, 32 and 48
 engines at once started in a median 22 and 34 s (69-71 starts/min) where 24 took 13 s,
@@ -11,7 +11,7 @@ so slots beyond about 1.5 per core only queue when they all start at once. In pe
 so the cap is 2 per core (2026-11-30, sixth session; measured in NOTES.md). The spares are
 shared by every worker's background shrinks (campaign/slots.py): each worker used to shrink with
 the full spare count as its own, and with five findings open the load of an H200 host rose to 3
-per core while generation fell from 56 to 24 cases/min (2026-12-01, results/gpu-h200-2026-12-01-s9/).
+per core while generation fell from 56 to 24 cases/min (2026-12-01, results/2026-12-01-h200-vllm0.26.0-default-campaigns/).
 """
 from __future__ import annotations
 

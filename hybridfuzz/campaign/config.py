@@ -7,10 +7,10 @@ from typing import Literal
 
 Shrink = Literal["inline", "background"]
 
-# Cases per engine start on a GPU. 48, not 24: in the 0.32.0 H200 campaign of 2026-12-01 (results/gpu-h200-
-# 2026-12-01-s14/c32, 24 a session) the sessions' first engine starts took 2783 of their 6121 s and each case
+# Cases per engine start on a GPU. 48, not 24: in the 0.32.0 H200 campaign of 2026-12-01
+# (results/2026-12-01-h200-vllm0.26.0-0.32.0-engine-lives-float32/, 24 a session) the sessions' first engine starts took 2783 of their 6121 s and each case
 # 2.5 s after it; halving the starts per case makes a case cost 4.5 s of a worker's session time instead of 5.9
-# (results/gpu-h200-2026-12-02-s16/session-length.py; that campaign, 48 a session, measured 4.56 s). The price: about half as many engine configurations (model,
+# (results/2026-12-02-h200-vllm0.32.0-48-cases-per-engine/README.md; that campaign, 48 a session, measured 4.56 s). The price: about half as many engine configurations (model,
 # KV dtype, backend, graphs) a minute, each tried with twice as many step scripts.
 GPU_CASES_PER_ENGINE = 48
 

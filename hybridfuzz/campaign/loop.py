@@ -102,7 +102,7 @@ class BudgetSpent(BaseException):
 class SessionPace:
     """What this worker's sessions cost: an engine start, then each case. A session started near the deadline
     holds only the cases that fit before it, so a campaign ends at its budget: in the H200 campaigns of
-    2026-12-01 (results/gpu-h200-2026-12-01-s14/) workers began 24-case sessions in the last minute and ran
+    2026-12-01 (results/2026-12-01-h200-vllm0.26.0-0.32.0-engine-lives-float32/) workers began 24-case sessions in the last minute and ran
     on past the budget until the campaign was killed, and those sessions' cases were never counted."""
 
     startups: deque = field(default_factory=lambda: deque(maxlen=PACE_SESSIONS))
@@ -192,7 +192,7 @@ class FuzzConfig:
     shrink_parallel: int = 2  # background: engines at once for the shrinker
     # background: per finding. 150 s, not 300: in the 12-minute 0.33.0 campaign of 2026-12-04 two slots of 300 s
     # shrank 3 of 28 findings, while a block shrink (triage/shrink.py) took a 15-step finding to 2 steps in 139 s; a shrink
-    # cut short is still replayed, and `hybridfuzz shrink` finishes it later (results/gpu-h200-2026-12-04-s22/)
+    # cut short is still replayed, and `hybridfuzz shrink` finishes it later (results/2026-12-04-h200-vllm0.33.0-mend-replays-campaign/)
     shrink_budget_s: float = 150.0
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)
     memory_dir: str | None = None  # outcome memory (campaign/outcomes.py), shared by a campaign's workers
@@ -455,7 +455,7 @@ class FuzzLoop:
         """A warm divergence met once the budget is spent, after ``stop()`` or too long after the budget, or whose case
         alone did not show it (``_confirm_late``): written as an open finding, the warm engine's history as one case,
         with no fresh engine spent confirming the history. Confirming kept workers on for 225-284 s past their last
-        session on the H200 of 2026-12-02 (results/gpu-h200-2026-12-02-s16/), and the campaign past its budget.
+        session on the H200 of 2026-12-02 (results/2026-12-02-h200-vllm0.32.0-48-cases-per-engine/), and the campaign past its budget.
         ``hybridfuzz replay`` or ``shrink`` of the file confirms it later."""
         result = results[i]
         sig = result.verdict.signature
@@ -501,7 +501,7 @@ class FuzzLoop:
         """A warm divergence whose case alone did not reproduce it: its history (an engine start and up to a whole
         session of cases) is replayed by the background shrinker, which shrinks it only if it reproduces there and
         otherwise keeps it as flaky. On the H200 of 2026-12-02 confirming took 12 % of the workers' time
-        (results/gpu-h200-2026-12-02-s16/), time in which their engines generated nothing."""
+        (results/2026-12-02-h200-vllm0.32.0-48-cases-per-engine/), time in which their engines generated nothing."""
         if self._found(history, warm, confirm=True,
                        why=f"the history of a warm engine ({i + 1} cases), not yet confirmed on a fresh engine: the case "
                            "alone did not reproduce it (the background shrinker replays it first)"):
@@ -613,14 +613,14 @@ class FuzzLoop:
         mode. A GPU worker runs only about 9 sessions in 10 minutes, so before this change all of them fell in
         that phase: 73 of 102 sessions drew the auto KV cache in the H200 campaign of 2026-12-01 (7 % when
         drawn at full length). So that phase is now a tenth of each batch. Drawing is not free: 26 s for a batch of
-        100 sessions of 24 cases and 12 steps on a 2-core CPU (2026-12-02, results/cpu-2026-12-02-s15/), about
+        100 sessions of 24 cases and 12 steps on a 2-core CPU (2026-12-02, results/2026-12-02-cpu-vllm0.32.0-measurements/), about
         11 ms a case. The fork server starts meanwhile (ForkServer.launch): on that CPU, with a test suite running
         beside it, the server ready and 100 sessions drawn after 45 s instead of 65 s one after the other.
 
         So a worker's first batch is small and each next one twice the last, up to ``draw_ahead_sessions``
         (batch_sessions): on the H200 twelve workers each drew 2400 cases at once while their fork servers imported
         vLLM, the first case came at 87 s, and no worker ran more than 3 of its 50 sessions in ten minutes
-        (2026-12-02, results/gpu-h200-2026-12-02-s17/). The first batch leaves out Hypothesis's simplest example,
+        (2026-12-02, results/2026-12-02-h200-vllm0.32.0-cuda-sync-block/). The first batch leaves out Hypothesis's simplest example,
         which a batch that small would hold as a third.
         """
         first = not self._batches_drawn

@@ -4,7 +4,7 @@ Two outcomes cost engine starts and teach nothing new once seen:
 - a *refusal* at start-up (vLLM's config validation and backend selection read only the model and engine settings);
 - a *known bug that stops the engine* (a known or claimed signature: an engine error, crash or hang), after which
   the rest of the session needs a fresh engine.
-In the H200 campaign of 2026-12-01 (results/gpu-h200-2026-12-01-s10/, vLLM 0.26.0) refusals took 26 % of the
+In the H200 campaign of 2026-12-01 (results/2026-12-01-h200-vllm0.26.0-0.32.0-campaigns-and-shrinks/, vLLM 0.26.0) refusals took 26 % of the
 workers' session time (28 sessions, median 23 s; a memory of exact configurations answered 5 of them), and 104 of
 the 187 case-engine lifetimes ended at one of four signatures already found, each followed by a fresh engine.
 
@@ -28,7 +28,7 @@ refused configuration that starts; a case foreseen to stop that passes) is a mis
 nothing tells it from the sightings, leaves it unused. (Patterns were step kinds, and one miss retired a rule
 for good: in the H200 0.26.0 campaign of 2026-12-01 the fp8 wake-up crash's rule covered sleep/wake cases that
 passed (84; kinds cannot tell a level-0 sleep or a weights-only wake-up from the crash's), foresaw little, was retired after 27 sightings, and the crash stopped 70 engines;
-results/gpu-h200-2026-12-01-s14/.) Signatures not yet found are never avoided.
+results/2026-12-01-h200-vllm0.26.0-0.32.0-engine-lives-float32/.) Signatures not yet found are never avoided.
 
 Files under DIR (one per sighting or miss, written atomically): all workers of a campaign share them, and a
 restarted worker keeps them.

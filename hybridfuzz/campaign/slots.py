@@ -2,7 +2,7 @@
 
 The GPU plan (``capacity.plan``) leaves spare engine slots for shrinking, but each worker's
 shrinker used to take its full parallelism as if the spares were its own. In the H200 campaign of
-2026-12-01 (vLLM 0.26.0, results/gpu-h200-2026-12-01-s9/) five findings were open at once, the
+2026-12-01 (vLLM 0.26.0, results/2026-12-01-h200-vllm0.26.0-default-campaigns/) five findings were open at once, the
 host's load rose from 1.3 to 3.1 per core, and generation fell from about 56 to 24 cases a minute.
 
 A slot is an ``flock``-ed file under the campaign directory, so a worker killed mid-shrink frees

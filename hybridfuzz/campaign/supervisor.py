@@ -176,7 +176,7 @@ class CampaignSupervisor:
                  f"{left:.0f}s of {self.budget_s:.0f}s left, database {meta['database']}")
         try:
             # All at once, on a GPU too: a staggered start (one leader first, the rest once it had run steps) was
-            # measured on an H200 (vLLM 0.26.0, 2026-12-01, results/gpu-h200-2026-12-01-s9/): the leader's first
+            # measured on an H200 (vLLM 0.26.0, 2026-12-01, results/2026-12-01-h200-vllm0.26.0-default-campaigns/): the leader's first
             # session took 100-240 s while 11 workers waited and the host's load stayed at 0.06-0.3 per core
             # (Triton compiles one kernel at a time per process), so it only delayed them.
             for i in range(self.workers):

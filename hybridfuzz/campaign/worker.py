@@ -66,7 +66,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
     ``platform``: the supervisor's (read from ``platform_from``); None: detected here.
 
     Its fork server is launched first, so that the server's import of torch and vLLM overlaps whatever the worker
-    does before its first session: on the H200 of 2026-12-02 (results/gpu-h200-2026-12-02-s16/) twelve workers, each
+    does before its first session: on the H200 of 2026-12-02 (results/2026-12-02-h200-vllm0.32.0-48-cases-per-engine/) twelve workers, each
     importing vLLM to detect the platform before launching its server, took 63-81 s to get that far."""
     from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
     from hybridfuzz.hosts import make_host

@@ -47,7 +47,7 @@ RECORDED_TRIES = 3
 def first_runs(case, recorded: list[str], device) -> int:
     """Fresh runs the case gets to show one of its ``recorded`` signatures before the shrink gives up: as many as the
     best-recorded one's rate needs (reproduce.shrink_tries, the search's own rule), at least RECORDED_TRIES. s33's
-    device-fault case, recorded in 2 of 4 runs, was given 3 and gave up (results/gpu-h100-2026-12-05-s33/)."""
+    device-fault case, recorded in 2 of 4 runs, was given 3 and gave up (results/2026-12-05-h100-vllm0.33.0-int4-calibration/)."""
     from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
 
     return max([RECORDED_TRIES, *(shrink_tries(*recorded_rate(case, sig, device)) for sig in recorded)])
@@ -98,7 +98,7 @@ def run(args) -> int:
 
 def _several(args) -> int:
     """Each case in its own ``hybridfuzz shrink`` process, all at once: as the H200 ran eight shrinks of one
-    campaign's findings on 2026-12-04 (results/gpu-h200-2026-12-04-s25/run.sh), now one command. Every line a
+    campaign's findings on 2026-12-04 (results/2026-12-04-h200-vllm0.33.0-replays-shrinks/README.md), now one command. Every line a
     process prints comes prefixed with its case's file name; with --json, stdout is the list of their JSON."""
     import subprocess
     import threading
@@ -202,7 +202,7 @@ def _one(args) -> int:
             hits, runs = recorded_rate(case, target, device_kind(str(env.get("device", "cpu"))), [v.signature for v in seen])
             tries = args.tries or shrink_tries(hits, runs)
             # the budget is the command's: on a cold GPU host the first replay of 2026-12-05 took minutes, and
-            # seven shrinks of --budget 460s searched on to about 690 s (results/gpu-h200-2026-12-05-s30/)
+            # seven shrinks of --budget 460s searched on to about 690 s (results/2026-12-05-h200-vllm0.33.0-shrinks/)
             left = args.budget - (time.monotonic() - started)
             rate = f" (given; {hits} of {runs} runs recorded)" if args.tries else f" ({hits} of {runs} runs recorded)"
             say(f"shrinking {describe(case)} toward {target}: {parallel} variant(s) at a time"

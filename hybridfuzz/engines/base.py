@@ -250,7 +250,7 @@ ENGINE_DEFAULTS = {
     # Triton's autotuner benchmarks every config of a kernel (16 for FLA's solve_tril, 8-12 for chunk_delta_h, the
     # Mamba2 SSD kernels alike) in each new process, on the GPU, the first time it meets a shape key; with this set it
     # keeps the winner in Triton's on-disk cache, so only the first engine of a host tunes. A GPU campaign starts a
-    # fresh engine process per session: on the H200 of 2026-12-02 (results/gpu-h200-2026-12-02-s17/) eager start-ups
+    # fresh engine process per session: on the H200 of 2026-12-02 (results/2026-12-02-h200-vllm0.32.0-cuda-sync-block/) eager start-ups
     # of tiny models took a median 32 s and up to 210 s with the GPU 100 % busy while 12 workers started, against
     # 5-6 s for one engine alone. The winner of a tuning run measured beside 20 other engines is no worse a choice
     # than a fresh one, and one choice for every engine of a host keeps a case and its reference on the same configs.
@@ -258,7 +258,7 @@ ENGINE_DEFAULTS = {
     # ``import humming`` (vLLM's optional quantized-GEMM kernels, in the GPU bundles since 0.32.0) starts two Python
     # processes that import torch and build humming's launcher and NVRTC helper "in the background", in every process
     # that imports it, which is every engine. In the default H200 campaign of 2026-12-03 (py-spy over all its
-    # processes, results/gpu-h200-2026-12-03-s19/) those 62 processes took 40 % of the host's CPU, twice what the
+    # processes, results/2026-12-03-h200-vllm0.32.0-cpu-profile/) those 62 processes took 40 % of the host's CPU, twice what the
     # engines themselves used. With this set humming builds only when one of its kernels is first used (the tiny
     # models never quantize weights, so never).
     "HUMMING_DISABLE_PARALLEL_BUILD": "1",

@@ -5,7 +5,7 @@ contexts than the machine has cores, which is always so for one engine a process
 and more engines on one GPU's 16 host cores. ``block`` (CU_CTX_SCHED_BLOCKING_SYNC) makes a waiting engine
 sleep until the GPU is done instead. The schedule changes when a process runs, never what a kernel computes.
 
-Measured on the H200 (2026-12-02, vLLM 0.32.0, results/gpu-h200-2026-12-02-s17/): with ``block`` a default
+Measured on the H200 (2026-12-02, vLLM 0.32.0, results/2026-12-02-h200-vllm0.32.0-cuda-sync-block/): with ``block`` a default
 10-minute campaign ran 82.5 cases/min against 82.0 with spinning waits the session before, the same 0.80 s of
 steps a case and 32.6 s against 34.5 s of median start-up: no measurable gain. The host was saturated in
 user time either way (15 of 16 cores), so spinning was not what filled it. Kept as the default because a

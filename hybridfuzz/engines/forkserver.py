@@ -335,7 +335,7 @@ def serve() -> None:
     from hybridfuzz.machine import amx_tiles_permitted
 
     # what every child inherits: on an AMX CPU the warm-up's first generate leaves this process the AMX permission,
-    # which a fresh process lacks (machine.amx_tiles_permitted; results/cpu-2026-12-04-s26/README.md)
+    # which a fresh process lacks (machine.amx_tiles_permitted; results/2026-12-04-cpu-vllm0.32.0-amx-readme-fuzz/README.md)
     conn.send({"pid": os.getpid(), "ready_s": time.perf_counter() - t0, "amx_permitted": amx_tiles_permitted()})
     workdir = tempfile.mkdtemp(prefix="hybridfuzz-fs-")
     queue: list[tuple[int, list[str], float]] = []

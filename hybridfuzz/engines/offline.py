@@ -166,7 +166,7 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
     """Build the model and the engine; None (and the Trace says why) when it did not start. ``progress`` first gets
     a ``starting`` event with the environment and settings, so a host that must rebuild the Trace of a start-up that
     hung or crashed knows where it ran (without it such a GPU finding was recorded as a CPU observation, with the
-    host CPU's ISA: results/gpu-h200-2026-12-03-s19/, dd27d43b)."""
+    host CPU's ISA: results/2026-12-03-h200-vllm0.32.0-cpu-profile/, dd27d43b)."""
     from hybridfuzz.model import build_model
 
     t0, c0 = time.perf_counter(), cpu_seconds()

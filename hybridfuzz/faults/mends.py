@@ -101,7 +101,7 @@ MENDS: dict[str, Mend] = {m.name: m for m in (
     Mend("scale-fill", "seed 1 (../shared/seeds/): vLLM PR #56492 removes the two fill_(1.0) of "
                        "TritonAttentionImpl._ensure_scale_caches, which overwrite recurrent state in pages shared with "
                        "per-token-head KV (int8/int4/fp8_per_token_head on TRITON_ATTN)", _no_scale_fill, _scale_fill_in_place),
-    Mend("prefill-eager", "no upstream change yet: a candidate from reading vLLM 0.33.0 (results/gpu-h200-2026-12-04-s23/"
+    Mend("prefill-eager", "no upstream change yet: a candidate from reading vLLM 0.33.0 (results/2026-12-04-h200-vllm0.33.0-int8-triage/"
                           "README.md): batches with a prefilling request run eagerly, not as the FULL decode graph that "
                           "reads stale Mamba state slots", _eager_prefills, _eager_prefills_in_place),
 )}

@@ -79,8 +79,8 @@ class KvClass:
 
     A signature names the family (oracles/verdict.py ``output_where``), so one KV-dtype bug seen on five families is
     five signatures: README command (a) on an AMX CPU (2026-12-04) wrote 27 findings, 23 of them quantised-KV bugs of
-    kinds the corpus already filed on another family, each shrunk or left to shrink (results/cpu-2026-12-04-s26/);
-    with classes the same command left 9 to shrink and filed 13 as known (results/cpu-2026-12-05-s27/). A finding belongs
+    kinds the corpus already filed on another family, each shrunk or left to shrink (results/2026-12-04-cpu-vllm0.32.0-amx-readme-fuzz/);
+    with classes the same command left 9 to shrink and filed 13 as known (results/2026-12-05-cpu-vllm0.32.0-kv-dtype-classes/). A finding belongs
     to a known class only when its case passes with the KV dtype set back to auto (the loop's control run,
     campaign/loop.py ``FuzzLoop._of_known_class``), so the KV path shared by every family is the cause. The release
     is part of the class: a class filed on 0.33.0 says nothing of 0.26.0."""
@@ -168,7 +168,7 @@ def recorded_signatures(case: Case) -> list[str]:
     frequent symptom of its runs; a symptom seen beside it is left out). What ``hybridfuzz shrink`` keeps to: on the
     H100 of 2026-12-05 two shrinks took the symptom their first run happened to show, the int4 KV's distance from the
     auto reference, and walked it to the tolerance's edge instead of the crash and the same-batch difference their
-    files recorded (results/gpu-h100-2026-12-05-s31/)."""
+    files recorded (results/2026-12-05-h100-vllm0.33.0-shrinks-gpu-fault/)."""
     out: list[str] = []
     for o in reversed(case.observed):
         if o.verdict == "divergence" and o.signature and o.signature not in out:

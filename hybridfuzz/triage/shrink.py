@@ -49,7 +49,7 @@ def variants_at_once(signature: str, parallel: int) -> int:
     """How many variants a shrink toward ``signature`` runs at once: ``parallel``, but one for a GPU fault
     (oracles/health.py device_fault_target). Twice a lease lost its GPU while such shrinks ran beside other engines:
     on the H100 of 2026-12-05, 32 faulting engines among a dozen others, then context-switch timeouts (Xid 109), the
-    GPU's system processor silent (Xid 119) and a GPU that needed a reset (results/gpu-h100-2026-12-05-s31/); on the
+    GPU's system processor silent (Xid 119) and a GPU that needed a reset (results/2026-12-05-h100-vllm0.33.0-shrinks-gpu-fault/); on the
     H200 of 2026-12-04 all engines lost the device the same way (s25). One faulting engine at a time is the least a
     shrink can do; running it with nothing else on the GPU is the caller's part (gpu/README.md)."""
     return 1 if device_fault_target(signature) else parallel
