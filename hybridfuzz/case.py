@@ -23,7 +23,7 @@ import yaml
 from hybridfuzz.model import ModelSpec, check_spec
 
 SCHEMA = "hybridfuzz/v1"
-CHECKS = ("health", "self_consistency", "reference")
+CHECKS = ("health", "self_consistency", "reference", "prefix_cache")
 VERDICTS = ("pass", "divergence", "unsupported")
 
 
@@ -174,6 +174,10 @@ class Case:
     expect: dict[str, str] = field(default_factory=dict)
     observed: list[Observation] = field(default_factory=list)
     note: str = ""
+    bug: str = ""  # the id of its entry in the bug ledger (corpus/bugs.yaml), once triaged
+    # the cause set (``hybridfuzz isolate``): each setting whose flip to its neutral value made the finding pass, with
+    # the value it has here, e.g. {kv_cache_dtype: int4_per_token_head, enforce_eager: false}
+    cause: dict[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes) -> "Case":
         return dataclasses.replace(self, **changes)
@@ -441,6 +445,10 @@ def case_to_dict(case: Case) -> dict[str, Any]:
         out["kind"] = case.kind
     if case.note:
         out["note"] = case.note
+    if case.bug:
+        out["bug"] = case.bug
+    if case.cause:
+        out["cause"] = dict(case.cause)
     out["model"] = _nondefault(case.model, keep=("layers",))
     out["engine"] = _nondefault(case.engine, keep=("kv_cache_dtype", "enable_prefix_caching"))
     out["steps"] = [{STEP_NAMES[type(s)]: _nondefault(s, keep=("prompts",) if isinstance(s, (Generate, Submit)) else ())} for s in case.steps]

@@ -32,9 +32,12 @@ class UsageError(Exception):
 def describe(exc: BaseException) -> tuple[int, str] | None:
     """(exit code, one line) for a failure the user caused; None for a bug in hybridfuzz."""
     from hybridfuzz.case import CaseError
+    from hybridfuzz.triage.ledger import LedgerError
 
     if isinstance(exc, UsageError):
         return exc.code, str(exc)
+    if isinstance(exc, LedgerError):
+        return USAGE, f"invalid bug ledger: {exc}"
     if isinstance(exc, CaseError):
         return USAGE, f"invalid case: {exc}"
     if isinstance(exc, KeyboardInterrupt):

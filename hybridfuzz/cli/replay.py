@@ -20,7 +20,13 @@ def add_arguments(p) -> None:
                    help="replay on this many fresh engines; prints (and --record writes) the reproduction rate, every symptom seen and the CPU's ISA class")
 
 
-def print_result(case_path: str, result, as_json: bool, observation=None) -> None:
+def uses_cached_tokens(case) -> bool:
+    """The prefix-cache check reads each request's cached-token count (it runs with ``prefix_cache`` or
+    ``self_consistency``), so replay shows those counts."""
+    return case is not None and bool({"prefix_cache", "self_consistency"} & set(case.oracle.checks))
+
+
+def print_result(case_path: str, result, as_json: bool, observation=None, case=None) -> None:
     """``observation``: what ``--runs N`` (N > 1) saw over all its runs; JSON then carries the rate beside the one
     run it shows (on the H200 of 2026-12-04 the rate of five `replay --runs 2 --json` went only to the exit code)."""
     v = result.verdict
@@ -28,6 +34,8 @@ def print_result(case_path: str, result, as_json: bool, observation=None) -> Non
         out = {"case": case_path, "status": v.status, "oracle": v.oracle, "summary": v.summary,
                "signature": v.signature, "evidence": v.evidence, "engine_settings": result.trace.engine_settings,
                "timings": result.trace.timings, "env": result.trace.env}
+        if uses_cached_tokens(case):
+            out["cached_tokens"] = {str(idx): [o.num_cached_tokens for o in outputs] for idx, outputs in result.trace.generate_results()}
         if observation is not None:
             out.update(runs=observation.runs, reproduced=observation.reproductions, symptoms=observation.symptoms,
                        signature_runs=observation.signature_runs)
@@ -39,6 +47,9 @@ def print_result(case_path: str, result, as_json: bool, observation=None) -> Non
     s = result.trace.engine_settings
     if s:
         print("  engine: " + ", ".join(f"{k}={x}" for k, x in s.items()))
+    if uses_cached_tokens(case):
+        for idx, outputs in result.trace.generate_results():
+            print(f"  step {idx}: cached prompt tokens per request: {[o.num_cached_tokens for o in outputs]}")
     t = result.trace.timings
     if t:
         print("  timings: " + ", ".join(f"{k}={x:.2f}s" for k, x in t.items()))
@@ -57,7 +68,7 @@ def run(args) -> int:
     with make_host(args.host, workers=2, timeout=args.timeout, warm=False) as host:
         obs, results = reproduce(case, host, args.runs, args.timeout)
     result = next((r for r in results if obs.signature and r.verdict.signature == obs.signature), results[-1])
-    print_result(args.case, result, args.json, obs if args.runs > 1 else None)
+    print_result(args.case, result, args.json, obs if args.runs > 1 else None, case)
     if args.runs > 1 and not args.json:
         print(f"  {rate_text(obs)}" + (f" (on {obs.isa})" if obs.isa else ""))
     if args.record:

@@ -27,6 +27,14 @@ def filename(signature: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", signature) + ".yaml"
 
 
+def split_signature(sig: str) -> tuple[str, str]:
+    """(oracle, symptom) of ``oracle:symptom:hash``; the symptom may itself hold colons."""
+    parts = sig.split(":")
+    if len(parts) >= 3:
+        return parts[0], ":".join(parts[1:-1])
+    return (parts[0], "") if parts else ("", "")
+
+
 # Appended to a finding's note once its minimal case replayed on a fresh engine: from then on it is final.
 REPLAYED_NOTE = "; replayed on a fresh engine: same signature"
 
@@ -63,6 +71,16 @@ def _observed_signatures(*dirs: str):
                         yield path, case, o, sig
 
 
+def in_checkout() -> bool:
+    """Run from a hybridfuzz checkout (./corpus exists): findings go to corpus/found and the corpus is known."""
+    return os.path.isdir("corpus")
+
+
+def corpus_dirs() -> tuple[str, ...]:
+    """The known findings when none are named: the whole corpus in a checkout, else none."""
+    return ("corpus",) if in_checkout() else ()
+
+
 def known_signatures(*dirs: str, on: DeviceKind | None = None, release: str | None = None) -> set[str]:
     """Signatures recorded in the observed entries of every case under dirs; with ``on``, only those seen on that
     kind of device. A signature names the oracle, the symptom and where it failed, not the bug: a CPU finding's
@@ -97,8 +115,6 @@ class KvClass:
 
 def kv_class(case: Case, signature: str, vllm: str, device: str) -> KvClass | None:
     """The KV-dtype class a divergence of this case would belong to; None with the auto KV cache."""
-    from hybridfuzz.triage.status import split_signature
-
     if case.engine.kv_cache_dtype == "auto" or not signature:
         return None
     oracle, symptom = split_signature(signature)
@@ -176,9 +192,22 @@ def recorded_signatures(case: Case) -> list[str]:
     return out
 
 
-def write_finding(directory: str, case: Case) -> str:
-    sig = case.observed[-1].signature
-    path = os.path.join(directory, filename(sig))
+def free_path(directory: str, signature: str) -> str:
+    """Where a new finding of this signature goes: ``<sig>.yaml``, or ``<sig>-2.yaml``, ... when another finding holds
+    that name. A signature names a symptom and a place, not a case: two open findings can share one (a 20-minute CPU
+    run overwrote two open findings with re-finds of a known class and kept 30 files of 32)."""
+    stem = filename(signature)[: -len(".yaml")]
+    path, n = os.path.join(directory, f"{stem}.yaml"), 1
+    while os.path.exists(path) or os.path.exists(path + ".flaky"):
+        n += 1
+        path = os.path.join(directory, f"{stem}-{n}.yaml")
+    return path
+
+
+def write_finding(directory: str, case: Case, path: str | None = None) -> str:
+    """Write a finding: a new one to a free name (``free_path``), never over another; an update (a smaller case of the
+    same finding, its replay) to its own ``path``."""
+    path = path or free_path(directory, case.observed[-1].signature)
     write_atomic(path, dump_case(case))
     return path
 
