@@ -21,9 +21,9 @@ from hypothesis import event, given
 
 from hybridfuzz.case import device_kind, dump_case
 from hybridfuzz.executor import evaluate, replay
-from hybridfuzz.triage.findings import known_kv_classes, known_signatures, observation, of_filed_class
 from hybridfuzz.strategies import cases, detect_platform
 from hybridfuzz.strategies.platform import declared_kv_dtypes
+from hybridfuzz.triage.findings import known_kv_classes, known_signatures, observation, of_filed_class
 
 PLATFORM = detect_platform()
 if os.environ.get("HYBRIDFUZZ_ALL_DTYPES") != "1":

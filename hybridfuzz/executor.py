@@ -196,8 +196,8 @@ def evaluate(case: Case, host, timeout: float | None = None, alone: bool = False
 
 
 def interfered(result: Result) -> bool:
-    """Whether the run met a shortage or interference of our harness (engines/base.py shortage), not the case."""
-    from hybridfuzz.engines.base import shortage
+    """Whether the run met a shortage or interference of our harness (failures.py shortage), not the case."""
+    from hybridfuzz.failures import shortage
 
     return any(t is not None and t.outcome == "rejected" and shortage(t.error) for t in (result.trace, result.reference))
 

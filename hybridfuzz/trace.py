@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 # How a run ended. "rejected": the engine refused the configuration at start-up
 # with its own clear error (not a finding). The rest are findings for health.
-OUTCOMES = ("ok", "rejected", "error", "crash", "timeout")
+Outcome = Literal["ok", "rejected", "error", "crash", "timeout"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 @dataclass
@@ -45,7 +46,7 @@ class StepResult:
 
 @dataclass
 class Trace:
-    outcome: str = "ok"
+    outcome: Outcome = "ok"
     steps: list[StepResult] = field(default_factory=list)
     error: ErrorInfo | None = None  # start-up error, crash or timeout description
     engine_settings: dict[str, Any] = field(default_factory=dict)

@@ -5,7 +5,7 @@ import math
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import device_fault, shortage
+from hybridfuzz.failures import device_fault, shortage
 from hybridfuzz.trace import Trace
 from hybridfuzz.oracles.verdict import FAMILY_MARK, Verdict
 
@@ -15,7 +15,7 @@ def _refused_protocol_call(case: Case, trace: Trace, label: str) -> Verdict | No
     if step is None or step.kind not in ("sleep", "wake_up", "reset_prefix_cache", "reload_weights"):
         return None
     if shortage(step.error):
-        return None  # our harness's shortage or interference (engines/base.py), not vLLM refusing the call
+        return None  # our harness's shortage or interference (failures.py), not vLLM refusing the call
     host = sleepwake.SERVER if trace.env.get("api") == "openai-server" else sleepwake.OFFLINE
     walked = sleepwake.walk(case.steps, host)[step.index]
     if walked.rule.call not in ("succeeds", "no-op"):
@@ -47,13 +47,13 @@ def device_fault_signature(case: Case) -> str:
 
 
 def device_fault_target(signature: str) -> bool:
-    """Whether a signature is a GPU fault's (engines/base.py DEVICE_FAULT): triage/shrink.py runs its variants one at a time."""
+    """Whether a signature is a GPU fault's (failures.py DEVICE_FAULT): triage/shrink.py runs its variants one at a time."""
     return signature.startswith(f"health:{DEVICE_FAULT_SYMPTOM}:")
 
 
 CASE_LABEL = "case"  # how a health verdict of the case's own run begins; the reference's says "reference"
 
-SHORTAGE = "shortage"  # the symptom of a run our harness spoiled (engines/base.py shortage): nothing about the case
+SHORTAGE = "shortage"  # the symptom of a run our harness spoiled (failures.py shortage): nothing about the case
 
 
 def unjudged(v: Verdict) -> bool:

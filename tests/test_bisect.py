@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from hybridfuzz.triage import bisection, venvs
 from hybridfuzz.case import load_case_file
+from hybridfuzz.triage import bisection, venvs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "bisect")
@@ -37,7 +37,7 @@ def history(first_runnable: str, first_bad: str, fixed_in: str | None = None):
     """A release history: cannot-run before first_runnable, pass until first_bad, divergence until fixed_in."""
     key = venvs.version_key
 
-    def outcome(v: str) -> bisection.Outcome:
+    def outcome(v: str) -> bisection.ProbeOutcome:
         if key(v) < key(first_runnable):
             return "cannot-run"
         if key(v) < key(first_bad) or (fixed_in and key(v) >= key(fixed_in)):

@@ -70,8 +70,8 @@ def _dead_pid() -> int:
 
 def _finding(store: FindingStore, findings_dir, sig: str, state: FindingState) -> None:
     from hybridfuzz.case import Case, Generate, Observation
-    from hybridfuzz.triage.findings import write_finding
     from hybridfuzz.model import ModelSpec
+    from hybridfuzz.triage.findings import write_finding
 
     case = Case(model=ModelSpec(layers=("linear_attention", "full_attention")), steps=[Generate(prompts=[[5, 6, 7]], max_tokens=2)],
                 note="found by test", observed=[Observation(vllm="0", verdict="divergence", device="cpu", signature=sig)])

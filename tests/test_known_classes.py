@@ -12,10 +12,10 @@ import pytest
 
 from hybridfuzz.campaign.records import FindingState
 from hybridfuzz.case import Case, EngineConfig, Generate, Observation, OracleSpec, dump_case
-from hybridfuzz.triage.findings import KvClass, auto_kv_control, filed_class, known_kv_classes, kv_class
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.health import _stand_in_where
 from hybridfuzz.oracles.verdict import names_family, output_where
+from hybridfuzz.triage.findings import KvClass, auto_kv_control, filed_class, known_kv_classes, kv_class
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INT8 = EngineConfig(kv_cache_dtype="int8_per_token_head")
@@ -82,8 +82,8 @@ def test_the_control_is_the_case_with_the_auto_kv_cache_unless_the_reference_alr
 
 
 def test_a_divergence_is_of_a_filed_class_only_by_its_wrong_output_and_never_by_its_own_file(tmp_path):
-    from hybridfuzz.triage.findings import filename
     from hybridfuzz.oracles.verdict import Verdict
+    from hybridfuzz.triage.findings import filename
 
     nan = Verdict("divergence", "health", "case step 0 request 0: non-finite logprob at token 1", symptom="nonfinite",
                   where=_stand_in_where("generate", _case()))
@@ -120,10 +120,10 @@ def test_the_loop_runs_no_control_for_what_cannot_be_of_a_known_class(tmp_path):
     unshrunk and met again: README command (a) on 2026-12-05 filed one as of a known class "as" itself)."""
     from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
     from hybridfuzz.executor import Result
-    from hybridfuzz.triage.findings import filename
     from hybridfuzz.oracles.verdict import Verdict
     from hybridfuzz.strategies import detect_platform
     from hybridfuzz.trace import Trace
+    from hybridfuzz.triage.findings import filename
 
     cfg = FuzzConfig(budget_s=600, out_dir=str(tmp_path / "out"), findings_dir=str(tmp_path / "found"), seed=1)
     loop = FuzzLoop(cfg, host=None, platform=detect_platform())

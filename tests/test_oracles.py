@@ -42,7 +42,7 @@ def test_token_outside_top_k_is_divergence_unless_top_k_mostly_agree():
 
 
 def test_each_mismatch_kind_reads_back_from_its_reason():
-    """A finding keeps its mismatch only as evidence text ("why: ..."); triage (hybridfuzz/shared_features.py)
+    """A finding keeps its mismatch only as evidence text ("why: ..."); triage (hybridfuzz/triage/shared_features.py)
     reads the kind back, so every kind compare_requests makes must come back as itself."""
     made = [compare_requests(A, req([10, 11], [[(10, -0.6), (20, -1.4)], [(11, -0.3), (21, -2.0)]]), EXACT),
             compare_requests(A, req([20, 5], [[(20, -0.1), (10, -5.0)], [(5, -0.1)]]), QUANTIZED),
@@ -152,7 +152,7 @@ def test_a_schedule_only_difference_the_attention_only_control_shares_is_noise()
     same case with attention for every recurrent layer) differs on the same pair; a wake-differs pair never
     asks the control, and an agreeing control is written into the evidence."""
     from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, WakeUp
-    from hybridfuzz.model import attention_control, ModelSpec
+    from hybridfuzz.model import ModelSpec, attention_control
     from hybridfuzz.oracles.consistency import check_self_consistency, control_cases, needs_control
     from hybridfuzz.trace import StepResult, Trace
 
@@ -347,8 +347,8 @@ def test_the_noise_report_counts_reference_distances_against_each_kv_dtypes_tole
     import dataclasses
     import json
 
-    from hybridfuzz.campaign.records import CaseEvent
     from hybridfuzz.bench.noise import drift_floor
+    from hybridfuzz.campaign.records import CaseEvent
 
     def event(dtype: str, margin: float) -> dict:
         return dataclasses.asdict(CaseEvent(t=0.0, phase="generate", status="pass", signature="", kv_cache_dtype=dtype,

@@ -14,9 +14,8 @@ import pytest
 from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
 from hybridfuzz.campaign.loop import SessionPace
 from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory, Prediction
-from hybridfuzz.engines.base import stop_pattern
 from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
-from hybridfuzz.engines.base import classify, refusal_reason
+from hybridfuzz.engines.base import classify, refusal_reason, stop_pattern
 from hybridfuzz.engines.isolation import rebuild
 from hybridfuzz.executor import evaluate_sessions, history_case
 from hybridfuzz.model import ModelSpec
@@ -260,8 +259,8 @@ def test_rebuild_without_progress_is_a_start_up_death():
 def test_a_start_up_that_hung_keeps_where_it_ran():
     """A start-up hang or crash is rebuilt with the environment the child recorded first (``starting``), so a GPU
     finding is not recorded as a CPU observation with the host CPU's ISA (dd27d43b, H200, 2026-12-03)."""
-    from hybridfuzz.triage.findings import observation_of
     from hybridfuzz.oracles.health import check_health
+    from hybridfuzz.triage.findings import observation_of
 
     starting = Trace(env={"vllm": "0.32.0", "torch": "2.13.0+cu130", "device": "NVIDIA H200"},
                      engine_settings={"TRITON_CACHE_AUTOTUNING": "1"}).to_dict()

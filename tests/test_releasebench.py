@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from hybridfuzz.bench import releases as releasebench
-from hybridfuzz.triage.bisection import Probe
 from hybridfuzz.bench.releases import Judged, ReleaseRow
+from hybridfuzz.triage.bisection import Probe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "releasebench")

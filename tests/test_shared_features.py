@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from hybridfuzz.shared_features import MIN_SHARED, finding_events, kv_scales, shared_features, tail
+from hybridfuzz.triage.shared_features import MIN_SHARED, finding_events, kv_scales, shared_features, tail
 
 RUN = os.path.join(os.path.dirname(__file__), "data", "campaign-h200-vllm0.32.0-2026-12-03")
 
@@ -42,7 +42,7 @@ def test_one_token_prompts_are_recorded_as_a_feature():
     whether its case had a 1-token prompt, so the next run's report can find what they share."""
     from hybridfuzz.campaign.records import CaseEvent
     from hybridfuzz.case import load_case_file
-    from hybridfuzz.shared_features import FEATURES
+    from hybridfuzz.triage.shared_features import FEATURES
 
     found = os.path.join(os.path.dirname(__file__), "data", "findings-h200-vllm0.33.0-2026-12-04")
     one = load_case_file(os.path.join(found, "self_consistency_first-request-differs_ffb181bb.yaml"))

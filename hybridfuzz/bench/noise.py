@@ -104,7 +104,7 @@ def drift_floor(run_dir: str, field: DriftField = "repeat_drift") -> list[DriftF
     from hybridfuzz.campaign.records import iter_events
     from hybridfuzz.oracles.compare import EXACT, reference_tolerance
     from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE
-    from hybridfuzz.shared_features import FEATURES
+    from hybridfuzz.triage.shared_features import FEATURES
 
     def tolerance(e) -> float:
         """The bound the oracle holds this event's ``field`` to."""

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from hybridfuzz.bench import table as benchtable
-from hybridfuzz.triage.bisection import Probe, environ_for, replay, same_bug
 from hybridfuzz.case import DeviceKind
+from hybridfuzz.triage.bisection import Probe, environ_for, replay, same_bug
+from hybridfuzz.triage.findings import corpus_dirs, known_signatures
 from hybridfuzz.triage.venvs import Env
 
 Credit = Literal["fixed-later", "still-present", "changed", "masked", "refused-later", "judge-error"]
@@ -95,10 +96,7 @@ def credit_of(found: Probe, judged: Probe, judge_known: frozenset[str] = frozens
 def judge_known_signatures(judge: Env, device: DeviceKind = "cpu") -> frozenset[str]:
     """What the corpus (in a checkout) filed for the judge release on this kind of device: a judge failing so says
     nothing."""
-    from hybridfuzz.cli.options import known_dirs
-    from hybridfuzz.triage.findings import known_signatures
-
-    return frozenset(known_signatures(*known_dirs(None), on=device, release=judge.version))
+    return frozenset(known_signatures(*corpus_dirs(), on=device, release=judge.version))
 
 
 def installed_env() -> Env:

@@ -18,8 +18,8 @@ import time
 
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.case import DeviceKind
-from hybridfuzz.triage.findings import filename
 from hybridfuzz.store import write_atomic
+from hybridfuzz.triage.findings import filename
 
 STALE_AFTER_S = 120.0
 HOST = socket.gethostname()

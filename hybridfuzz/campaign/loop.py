@@ -37,7 +37,8 @@ from hybridfuzz.campaign.records import Phase as EventPhase
 from hybridfuzz.campaign.outcomes import OutcomeMemory, Prediction
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case, device_kind
-from hybridfuzz.engines.base import cpu_seconds, device_gone, refusal_reason
+from hybridfuzz.engines.base import cpu_seconds, refusal_reason
+from hybridfuzz.failures import device_gone
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay

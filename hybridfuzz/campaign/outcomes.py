@@ -44,7 +44,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from hybridfuzz.case import Case
-from hybridfuzz.engines.base import contains_pattern, refusal_reason, shortage, step_shapes, stop_pattern
+from hybridfuzz.engines.base import contains_pattern, refusal_reason, step_shapes, stop_pattern
+from hybridfuzz.failures import shortage
 from hybridfuzz.store import write_atomic
 from hybridfuzz.trace import Trace
 

@@ -14,8 +14,8 @@ import time
 from dataclasses import asdict, dataclass
 
 from hybridfuzz.campaign.records import FindingState
-from hybridfuzz.triage.findings import filename
 from hybridfuzz.store import write_atomic
+from hybridfuzz.triage.findings import filename
 
 REDIS_PREFIX = "hybridfuzz:finding:"
 REDIS_INDEX = "hybridfuzz:findings"

@@ -239,7 +239,7 @@ class CampaignSupervisor:
         self._save_meta(meta)
         summary = aggregate(self.dir, meta, self.store)
         summary["interrupted"] = self.interrupted
-        from hybridfuzz import shared_features
+        from hybridfuzz.triage import shared_features
 
         summary["shared_features"] = shared_features.summary(self.dir)
         write_atomic(os.path.join(self.dir, "summary.json"), json.dumps(summary, indent=2))

@@ -32,8 +32,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from hybridfuzz.triage import bisection, venvs
     from hybridfuzz.case import load_case_file
+    from hybridfuzz.triage import bisection, venvs
 
     options.file_to_write("CASE", args.case)
     load_case_file(args.case)

@@ -139,7 +139,7 @@ def run(args) -> int:
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     if s.get("shared_features", {}).get("found"):
-        from hybridfuzz import shared_features
+        from hybridfuzz.triage import shared_features
 
         for line in shared_features.lines(s["shared_features"]):
             say(line)

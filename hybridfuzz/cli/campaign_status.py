@@ -41,7 +41,7 @@ def run(args) -> int:
         client = redis_client(args.redis)
     s = aggregate(args.dir, store=FindingStore(args.dir, client))
     if args.shared:
-        from hybridfuzz import shared_features
+        from hybridfuzz.triage import shared_features
 
         s["shared_features"] = shared_features.summary(args.dir)
     if args.noise:

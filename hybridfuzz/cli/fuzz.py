@@ -10,6 +10,7 @@ import time
 
 from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UNSUPPORTED, UsageError
+from hybridfuzz.triage.findings import in_checkout
 
 NAME = "fuzz"
 HELP = "run a bounded fuzz campaign (exit 1 when it found something new)"
@@ -71,7 +72,7 @@ def run(args) -> int:
     out = args.out or os.path.join("runs", datetime.datetime.now().strftime("fuzz-%Y%m%d-%H%M%S"))
     # In a checkout (./corpus exists) minimal cases go to corpus/found and every corpus case's
     # signature counts as known, so a bug already in the corpus is not shrunk again.
-    findings = args.findings or (os.path.join("corpus", "found") if options.in_checkout() else os.path.join(out, "findings"))
+    findings = args.findings or (os.path.join("corpus", "found") if in_checkout() else os.path.join(out, "findings"))
     known = options.known_dirs(args.known)
     options.dir_to_write("--out", out)
     options.dir_to_write("--findings", findings)

@@ -9,6 +9,7 @@ import re
 from hybridfuzz.campaign.config import EngineUse, Narrowing
 from hybridfuzz.cli.errors import UsageError
 from hybridfuzz.hosts import HOSTS
+from hybridfuzz.triage.findings import corpus_dirs
 
 
 def parse_duration(text: str) -> float:
@@ -130,18 +131,13 @@ def narrow_platform(platform, args):
 
 # ---------------------------------------------------------------- paths
 
-def in_checkout() -> bool:
-    """Run from a hybridfuzz checkout (./corpus exists): findings go to corpus/found and the corpus is known."""
-    return os.path.isdir("corpus")
-
-
 def known_dirs(known: list[str] | None) -> tuple[str, ...]:
     """``--known`` as given (each must be a directory); without it, in a checkout (./corpus exists), the whole
     corpus: a bug already filed is neither reported nor shrunk again, and the outcome memory learns its stops
     like any other. ``fuzz`` and ``campaign`` both take their known set from here."""
     if known is not None:
         return existing_dirs("--known", known)
-    return ("corpus",) if in_checkout() else ()
+    return corpus_dirs()
 
 
 def existing_dirs(option: str, paths: list[str] | None) -> tuple[str, ...]:

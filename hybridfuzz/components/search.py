@@ -25,9 +25,10 @@ class PropertyFailed(AssertionError):
 
 
 def _checkers() -> dict[str, tuple[Callable, Callable[[object], dict]]]:
+    from hypothesis import strategies as st
+
     from hybridfuzz.components import kv_layout, scale_view_fill, wake_reinit
     from hybridfuzz.strategies import layouts as L
-    from hypothesis import strategies as st
 
     return {
         "scale_view_fill": (L.hybrid_layouts(), lambda x: {"layout": x}, lambda b: scale_view_fill.check(b["layout"])),
@@ -93,8 +94,8 @@ def search(prop: str, examples: int = 100, seed: int | None = None, shrink: bool
 
 def write_found(result: SearchResult, out_dir: str) -> str:
     from hybridfuzz.case import Observation, dump_case
-    from hybridfuzz.triage.findings import OBSERVED_EVIDENCE
     from hybridfuzz.store import write_atomic
+    from hybridfuzz.triage.findings import OBSERVED_EVIDENCE
     from hybridfuzz.vllm_facts import vllm_version
 
     v = result.verdict

@@ -12,7 +12,8 @@ import json
 import os
 import signal
 
-from hybridfuzz.engines.base import device_fault_line, name_the_kernel
+from hybridfuzz.engines.base import name_the_kernel
+from hybridfuzz.failures import device_fault_line
 from hybridfuzz.trace import ErrorInfo, StepResult, Trace
 
 
@@ -142,7 +143,7 @@ def collect(result_path: str, log_path: str, status: int | None, timed_out: bool
             outcome, error = _death(status)
         traces = rebuild(_events(progress_path) if progress_path else [], outcome, error)
         log = tail(log_path)
-        # a death by signal left no exception: the device fault behind it (engines/base.py DEVICE_FAULT) is in the log,
+        # a death by signal left no exception: the device fault behind it (failures.py DEVICE_FAULT) is in the log,
         # above the C++ stack that fills its last lines
         fault = device_fault_line(tail(log_path, 60000)) if not timed_out else ""
         for t in traces:

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, WakeUp
 from hybridfuzz.faults import mends
-from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, cpu_seconds, REFUSAL, REJECTION_TYPES, SLEEP_CHECK, classify, error_info, short_path  # noqa: F401  (re-exported)
+from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, cpu_seconds, REFUSAL, REJECTION_TYPES, classify, error_info, short_path  # noqa: F401  (re-exported)
+from hybridfuzz.failures import SLEEP_CHECK
 from hybridfuzz.trace import RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
@@ -256,7 +257,7 @@ def discards_weights(case: Case) -> bool:
             and not any(isinstance(s, ReloadWeights) for s in case.steps[last_l2:]))
 
 
-# vLLM's sleep memory check (SLEEP_CHECK), disturbed by the other engines on the GPU (why: engines/base.py RESOURCE). It fails
+# vLLM's sleep memory check (SLEEP_CHECK), disturbed by the other engines on the GPU (why: failures.py RESOURCE). It fails
 # after the workers have released their memory, so only the executor's bookkeeping (its sleeping tags) is
 # skipped; ``_finish_sleep`` does it and the engine goes on asleep, where it used to end (124 engines in the
 # 10-minute H200 campaign of 2026-12-01, vLLM 0.32.0). The trace counts each under SLEEP_CHECK_KEY.

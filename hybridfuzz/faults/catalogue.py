@@ -18,6 +18,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from hybridfuzz.faults.forward_state import debug, live_gdn_states, recurrent_layers_present, scale_positions_fp32
+
 Hook = Literal["gdn", "attention", "wake", "reset"]
 
 
@@ -209,8 +211,6 @@ class PageAlias(Fault):
     def attention(self, impl, layer, kv_cache, attn_metadata, quantized: bool) -> None:
         import torch
 
-        from hybridfuzz.faults.hooks import _debug, live_gdn_states
-
         starts = attn_metadata.query_start_loc.tolist()
         n = len(starts) - 1
         if n < 2 or attn_metadata.slot_mapping.numel() == 0:
@@ -226,7 +226,7 @@ class PageAlias(Fault):
                 raw = dst.view(torch.uint8).view(-1)
                 k = max(1, math.ceil(self.severity * min(raw.numel(), src.numel())))
                 raw[:k] = src[:k]
-        _debug(f"page-alias: attention blocks {written} over the next request's state")
+        debug(f"page-alias: attention blocks {written} over the next request's state")
 
 
 class ResetKeepsState(LastTenant):
@@ -396,10 +396,6 @@ class ScaleFill(Fault):
 
     def attention_before(self, impl, layer, kv_cache, attn_metadata, quantized: bool) -> None:
         import torch
-
-        from hybridfuzz.faults.hooks import scale_positions_fp32
-
-        from hybridfuzz.faults.hooks import recurrent_layers_present
 
         done = layer.__dict__.setdefault("_hybridfuzz_scale_fill", [False])
         if done[0] or not quantized or not kv_cache.numel():

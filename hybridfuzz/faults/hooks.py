@@ -14,10 +14,10 @@ fault, by wrapping (never copying) vLLM functions:
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 
 from hybridfuzz.faults.catalogue import FAULTS, Fault, GdnCall
+from hybridfuzz.faults.forward_state import debug
 from hybridfuzz.faults.spec import FaultSpec
 
 ACTIVE: list[Fault] = []
@@ -28,48 +28,6 @@ _INSTALLED: set[str] = set()
 def quantized() -> bool:
     """The engine's KV cache has another dtype than the model: fp8 where the CPU has AVX-512, float16 elsewhere."""
     return ENGINE["kv_cache_dtype"] not in ("auto", ENGINE["model_dtype"])
-
-
-def _debug(msg: str) -> None:
-    if os.environ.get("HYBRIDFUZZ_FAULT_DEBUG"):
-        print(f"hybridfuzz fault: {msg}", flush=True)
-
-
-def scale_positions_fp32(page_bytes: int, block_size: int, num_kv_heads: int, head_bytes: int) -> list[int]:
-    """float32 indices, within one page, of the per-token-head K and V scales."""
-    entry = head_bytes + 4  # one head's K (or V) followed by its float32 scale
-    out = []
-    for slot in range(block_size):
-        for head in range(num_kv_heads):
-            for kv in (0, 1):
-                byte = ((slot * num_kv_heads + head) * 2 + kv) * entry + head_bytes
-                if byte + 4 <= page_bytes and byte % 4 == 0:
-                    out.append(byte // 4)
-    return out
-
-
-def recurrent_layers_present() -> bool:
-    """Whether the model of the current forward step has recurrent layers (GDN, Mamba, ShortConv: vLLM's MambaBase),
-    whose state shares the attention layers' KV pages."""
-    from vllm.forward_context import get_forward_context
-    from vllm.model_executor.layers.mamba.abstract import MambaBase
-
-    return any(isinstance(layer, MambaBase) for layer in get_forward_context().no_compile_layers.values())
-
-
-def live_gdn_states() -> list[tuple]:
-    """(SSM state tensor, [slot of each request in batch order]) of every GDN layer in the current forward step."""
-    from vllm.forward_context import get_forward_context
-    from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadata
-
-    ctx = get_forward_context()
-    md = ctx.attn_metadata
-    out = []
-    for prefix, m in (md.items() if isinstance(md, dict) else ()):
-        layer = ctx.no_compile_layers.get(prefix)
-        if isinstance(m, GDNAttentionMetadata) and m.non_spec_state_indices_tensor is not None and layer is not None:
-            out.append((layer.kv_cache[1], [int(x) for x in m.non_spec_state_indices_tensor[:m.num_decodes + m.num_prefills].tolist()]))
-    return out
 
 
 def _active(hook: str) -> list[Fault]:
@@ -102,7 +60,7 @@ def _install_gdn() -> None:
             his = meta.has_initial_state.clone()
             his[:n] = torch.tensor(call.initial, dtype=his.dtype)
             meta = dataclasses.replace(meta, has_initial_state=his)
-            _debug(f"{layer.prefix}: has_initial_state {before} -> {call.initial}")
+            debug(f"{layer.prefix}: has_initial_state {before} -> {call.initial}")
         out = original(layer, meta, mixed_qkv, b, a, core_attn_out)
         for f in faults:
             call.scratch = store.setdefault(f.name, {})
@@ -184,4 +142,4 @@ def activate(specs: list[FaultSpec]) -> None:
         if hook not in _INSTALLED:
             (_install_engine_facts if hook == "engine" else INSTALLERS[hook])()
             _INSTALLED.add(hook)
-    _debug(", ".join(s.text() for s in specs) + f" (hooks {sorted(_INSTALLED)})")
+    debug(", ".join(s.text() for s in specs) + f" (hooks {sorted(_INSTALLED)})")

@@ -18,16 +18,18 @@ import subprocess
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
 from typing import Callable, Literal
 
 from hybridfuzz.case import Case, DeviceKind, Observation, device_kind, dump_case, load_case_file
-from hybridfuzz.triage.findings import with_observation
 from hybridfuzz.store import write_atomic
+from hybridfuzz.triage.findings import observation_of, with_observation
 from hybridfuzz.triage.venvs import Env, EnvError, version_key
 
-Outcome = Literal["pass", "divergence", "cannot-run", "error"]
+# What one replay on one release says about the case (a Probe's outcome); how an engine run ended is trace.Outcome.
+ProbeOutcome = Literal["pass", "divergence", "cannot-run", "error"]
 VERDICT_OF: dict[str, str] = {"pass": "pass", "divergence": "divergence", "cannot-run": "unsupported"}  # case-file words
-OUTCOME_OF_VERDICT: dict[str, Outcome] = {"pass": "pass", "divergence": "divergence", "unsupported": "cannot-run"}
+OUTCOME_OF_VERDICT: dict[str, ProbeOutcome] = {"pass": "pass", "divergence": "divergence", "unsupported": "cannot-run"}
 EXIT_OF_VERDICT = {"pass": 0, "divergence": 1, "unsupported": 3}  # replay's exit codes; a disagreement is an error
 
 
@@ -36,7 +38,7 @@ class Probe:
     """One release tried: its outcome and what it cost."""
 
     version: str
-    outcome: Outcome
+    outcome: ProbeOutcome
     summary: str = ""
     signature: str = ""
     rc: int | None = None
@@ -93,7 +95,7 @@ def _json_tail(text: str) -> dict | None:
     return None
 
 
-def classify(rc: int | None, stdout: str, stderr: str) -> tuple[Outcome, str, dict | None]:
+def classify(rc: int | None, stdout: str, stderr: str) -> tuple[ProbeOutcome, str, dict | None]:
     """(outcome, one-line summary, replay JSON) of one replay process. One rule, used by every engine."""
     payload = _json_tail(stdout)
     last_err = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
@@ -132,10 +134,6 @@ def replay(env: Env, case_path: str, timeout: float, lock: str | None) -> Probe:
     outcome, summary, payload = classify(rc, out, err)
     obs = None
     if outcome in VERDICT_OF:  # the case-file form, by the same rule replay --record uses
-        from types import SimpleNamespace
-
-        from hybridfuzz.triage.findings import observation_of
-
         p = payload or {}
         verdict = SimpleNamespace(status=VERDICT_OF[outcome], oracle=p.get("oracle", ""), summary=summary,
                                   signature=p.get("signature", ""), evidence=list(p.get("evidence", [])))
@@ -307,11 +305,11 @@ def run(case_path: str, versions: list[str], make_env: Callable[[str], Env], tim
 
 # ---------------------------------------------------------------- version matrix (corpus, export)
 
-def outcomes(case: Case, device: DeviceKind = "cpu", expected: bool = True) -> dict[str, Outcome]:
+def outcomes(case: Case, device: DeviceKind = "cpu", expected: bool = True) -> dict[str, ProbeOutcome]:
     """vLLM version -> outcome on that kind of device, the newest observation per version. ``expect`` is keyed by
     version only: it counts (where nothing ran) when every observation of the case is of this device kind."""
     kinds = {device_kind(o.device) for o in case.observed}
-    out: dict[str, Outcome] = {}
+    out: dict[str, ProbeOutcome] = {}
     if expected and (kinds or {"cpu"}) == {device}:
         out = {v: OUTCOME_OF_VERDICT.get(e, "error") for v, e in case.expect.items()}
     for o in case.observed:

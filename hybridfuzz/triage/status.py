@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 
 from hybridfuzz.case import Case, CaseError, load_case_file
+from hybridfuzz.triage.bisection import matrix_text, outcomes
+from hybridfuzz.triage.findings import split_signature
 
 
 @dataclass
@@ -52,14 +54,6 @@ class Group:
                 if o.verdict == "divergence":
                     return o.summary
         return ""
-
-
-def split_signature(sig: str) -> tuple[str, str]:
-    """(oracle, symptom) of ``oracle:symptom:hash``; the symptom may itself hold colons."""
-    parts = sig.split(":")
-    if len(parts) >= 3:
-        return parts[0], ":".join(parts[1:-1])
-    return (parts[0], "") if parts else ("", "")
 
 
 def where_of(summary: str) -> str:
@@ -172,8 +166,7 @@ def render_text(groups: list[Group], clean: list[Entry]) -> str:
     if bad:
         lines.append(f"unreadable cases: {len(bad)}")
         lines += [f"  - {e.path}: {e.error}" for e in bad]
-    from hybridfuzz.triage.bisection import matrix_text  # case x version, from observed/expect (hybridfuzz bisect writes them)
-
+    # case x version, from observed/expect (hybridfuzz bisect writes them)
     cases = {e.path: e.case for g in groups for e in g.entries if e.case is not None} | {e.path: e.case for e in ok}
     if cases:
         lines += ["", matrix_text(cases)]
@@ -181,8 +174,6 @@ def render_text(groups: list[Group], clean: list[Entry]) -> str:
 
 
 def render_json(groups: list[Group], clean: list[Entry]) -> str:
-    from hybridfuzz.triage.bisection import outcomes
-
     return json.dumps({
         "findings": [{"signature": g.signature, "oracle": g.oracle, "symptom": g.symptom, "where": g.where, "summary": g.summary,
                       "versions": g.versions, "cases": [e.path for e in g.entries]} for g in groups],

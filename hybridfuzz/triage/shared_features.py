@@ -2,7 +2,7 @@
 
 Signatures split one bug into many (another symptom, step or family is another signature), so a person
 triaging the 39 findings of a 10-minute H200 campaign looks for what they have in common. On 2026-12-03
-(results/gpu-h200-2026-12-03-s20/) that was done by hand: every self-consistency finding whose later run
+(results/2026-12-03-h200-vllm0.32.0-default-campaign/) that was done by hand: every self-consistency finding whose later run
 replaced the distribution had a per-token-head KV dtype (7 of 7, where 42 % of all cases had one), and every
 drift-only one had fp8 weights. Here the base rates come from the run's own case events (the cases drawn, not
 the ones imagined), each finding's features from its case through the same ``CaseEvent.of`` (one rule for
