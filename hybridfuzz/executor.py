@@ -205,7 +205,7 @@ def interfered(result: Result) -> bool:
 # A start-up that timed out is tried once more with this many times the deadline before it counts. On the H200 of
 # 2026-12-04 (results/2026-12-04-h200-vllm0.33.0-int8-triage/), 19 replays and shrinks started at once on 16 cores (load 30-37):
 # 12 of their first engines, of 7 unrelated cases, met the 300 s deadline while compiling Triton kernels, all with the
-# one signature of a start-up timeout (`health:timeout:Timeout:dd27d43b`, found by s22's campaign the same way);
+# one signature of a start-up timeout (`health:timeout:Timeout:dd27d43b`, found the same way by an H200 campaign earlier that day);
 # 6 minutes later, on the warm host, the same cases started in seconds. A hung start-up hangs for any deadline.
 STARTUP_RETRY_FACTOR = 2
 

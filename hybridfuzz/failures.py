@@ -19,7 +19,7 @@ from hybridfuzz.trace import ErrorInfo
 # now finishes such a sleep and goes on (engines/offline.py SLEEP_CHECK); this rule is for where it cannot.
 SLEEP_CHECK = "Memory usage increased after sleeping"  # vLLM's words (gpu_worker.py sleep)
 # A device the process cannot see at all is the host's, never the case's: on the H200 of 2026-12-04
-# (results/gpu-h200-2026-12-04-s25/) every engine started after about 18:04 UTC, of five shrinks at once, raised torch's
+# (results/2026-12-04-h200-vllm0.33.0-replays-shrinks/) every engine started after about 18:04 UTC, of five shrinks at once, raised torch's
 # "No CUDA GPUs are available" at start-up; the fresh-engine confirmations of three shrinks took it for a finding of
 # its own (`health:error:RuntimeError:e036263e`) and the other two shrinks spent their last minutes on it.
 DEVICE_GONE = (r"No CUDA GPUs are available|CUDA driver initialization failed|"
@@ -47,7 +47,7 @@ def device_gone(info: ErrorInfo | None) -> bool:
 # H100 of 2026-12-03..05 the int4 per-token-head crash of vLLM 0.33.0 was a SIGABRT between steps, an AcceleratorError
 # at a stream synchronize, a Triton launch error and CUBLAS_STATUS_EXECUTION_FAILED, four signatures for one bug; a
 # shrink that kept only one of them ran 155 engines, 32 of them faulting the GPU, and kept nothing
-# (results/gpu-h100-2026-12-05-s31/). A device fault is never a refusal (``classify``) and has one symptom
+# (results/2026-12-05-h100-vllm0.33.0-shrinks-gpu-fault/). A device fault is never a refusal (``classify``) and has one symptom
 # (oracles/health.py).
 DEVICE_FAULT = re.compile(r"device-side assert triggered|an illegal memory access was encountered|"
                           r"an illegal instruction was encountered|misaligned address|unspecified launch failure|"

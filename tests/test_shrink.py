@@ -382,7 +382,7 @@ def test_the_budget_counts_from_the_command_start_not_after_the_first_replay(tmp
 
 @pytest.mark.engine
 def test_an_interrupted_shrink_keeps_its_case_and_says_so_in_json(tmp_path):
-    """Ctrl-C (or a lease's SIGINT) mid-search: the smallest case so far stays written, and --json still prints
+    """Ctrl-C (or a time limit's SIGINT) mid-search: the smallest case so far stays written, and --json still prints
     what was kept (on the H200 of 2026-12-05 two interrupted shrinks left empty JSON files)."""
     import json
     import signal
@@ -448,7 +448,7 @@ def test_several_cases_shrink_at_once_each_in_its_own_process(tmp_path):
 
 
 def test_a_history_of_sleep_wake_pairs_shrinks_by_halves_before_pairs():
-    """s25's ``ef8dca8d`` (H200, 2026-12-04): 306 steps, mostly sleep and wake-up calls, around two identical one-token
+    """``ef8dca8d`` (H200, vLLM 0.33.0, 2026-12-04): 306 steps, mostly sleep and wake-up calls, around two identical one-token
     prompts. Pairs first, each kept pair led the search to the next pair: 16 steps in 654 s. The rule stands in for
     the engine: the finding needs the two generates and nothing else."""
     steps = "- generate: {prompts: [[58]], max_tokens: 2}\n"
@@ -594,7 +594,7 @@ def test_tries_reach_the_command_line_the_note_and_json(tmp_path):
 
 
 def test_settings_go_back_to_their_defaults_before_prompts_are_cut():
-    """A setting can be what holds a prompt long: on the H100 (s35's 427e4a18, 2026-12-06), with chunked prefill at 64
+    """A setting can be what holds a prompt long: on the H100 (427e4a18, vLLM 0.33.0, 2026-12-06), with chunked prefill at 64
     tokens and the long-memory model set, no cut of two prompt copies below 73 tokens was kept, and the settings came
     last. Here a rule stands in for the engine: with those settings the finding needs 73 tokens, without them 7.
     Settings first, the shrink ends at 7 tokens in 16 batches; last, it took 25."""

@@ -8,7 +8,7 @@ vLLM 0.26.0 took 41 GB (issue #12). Start-up is CPU-bound: on 16 cores, 32 and 4
 engines at once started in a median 22 and 34 s (69-71 starts/min) where 24 took 13 s,
 so slots beyond about 1.5 per core only queue when they all start at once. In persistent mode
 (12 cases per engine start on a GPU) engines start a few at a time and mostly run steps,
-so the cap is 2 per core (2026-11-30, sixth session; measured in NOTES.md). The spares are
+so the cap is 2 per core (set on 2026-11-30 for the H200-pair campaigns of vLLM 0.26.0 and 0.32.0). The spares are
 shared by every worker's background shrinks (campaign/slots.py): each worker used to shrink with
 the full spare count as its own, and with five findings open the load of an H200 host rose to 3
 per core while generation fell from 56 to 24 cases/min (2026-12-01, results/2026-12-01-h200-vllm0.26.0-default-campaigns/).

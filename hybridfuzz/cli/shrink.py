@@ -46,8 +46,8 @@ RECORDED_TRIES = 3
 
 def first_runs(case, recorded: list[str], device) -> int:
     """Fresh runs the case gets to show one of its ``recorded`` signatures before the shrink gives up: as many as the
-    best-recorded one's rate needs (reproduce.shrink_tries, the search's own rule), at least RECORDED_TRIES. s33's
-    device-fault case, recorded in 2 of 4 runs, was given 3 and gave up (results/2026-12-05-h100-vllm0.33.0-int4-calibration/)."""
+    best-recorded one's rate needs (reproduce.shrink_tries, the search's own rule), at least RECORDED_TRIES. A device-fault
+    case on the H100 (vLLM 0.33.0, 2026-12-05), recorded in 2 of 4 runs, was given 3 and gave up (results/2026-12-05-h100-vllm0.33.0-int4-calibration/)."""
     from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
 
     return max([RECORDED_TRIES, *(shrink_tries(*recorded_rate(case, sig, device)) for sig in recorded)])

@@ -265,7 +265,7 @@ JIT_GRACE = 3  # a compiling child gets up to this many timeouts without progres
 
 
 def compiling(session: int) -> bool:
-    """Whether a kernel compiler runs in this session (the fork server's children are session leaders)."""
+    """Whether a kernel compiler runs in the process session ``session`` (the fork server's children are session leaders)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue

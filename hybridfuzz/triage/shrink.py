@@ -17,11 +17,11 @@ before it were just tried and failed to reproduce, and trying them again first c
 one engine run per kept step. It ends, as before, when a whole round keeps nothing.
 
 Sleep/wake pairs come after the longer blocks, not before them: a warm history of 306 steps, most of them sleep and
-wake-up calls, lost one pair per engine run for 654 s and 16 steps on the H200 (s25's ``ef8dca8d``, 2026-12-04),
+wake-up calls, lost one pair per engine run for 654 s and 16 steps on the H200 (``ef8dca8d``, vLLM 0.33.0, 2026-12-04),
 because every kept pair sent the search on to the next pair and the halves were never tried.
 
 Settings back to their defaults come before prompts are cut: a setting can be what holds a prompt long. On the H100
-(s35's 427e4a18, 2026-12-06), with chunked prefill at 64 tokens set, no cut of two prompt copies below 73 tokens was
+(427e4a18, vLLM 0.33.0, 2026-12-06), with chunked prefill at 64 tokens set, no cut of two prompt copies below 73 tokens was
 kept, two tokens a kept variant for 160 s, and the settings came last, at 448 s of 470. The next shrink, once the
 long-memory model was at its default too, cut the copies from 49 tokens to 7 in 35 s.
 """
@@ -47,10 +47,10 @@ HOST_LOST_BATCHES = 3
 
 def variants_at_once(signature: str, parallel: int) -> int:
     """How many variants a shrink toward ``signature`` runs at once: ``parallel``, but one for a GPU fault
-    (oracles/health.py device_fault_target). Twice a lease lost its GPU while such shrinks ran beside other engines:
+    (oracles/health.py device_fault_target). Twice a host lost its GPU while such shrinks ran beside other engines:
     on the H100 of 2026-12-05, 32 faulting engines among a dozen others, then context-switch timeouts (Xid 109), the
     GPU's system processor silent (Xid 119) and a GPU that needed a reset (results/2026-12-05-h100-vllm0.33.0-shrinks-gpu-fault/); on the
-    H200 of 2026-12-04 all engines lost the device the same way (s25). One faulting engine at a time is the least a
+    H200 of 2026-12-04 (vLLM 0.33.0) all engines lost the device the same way. One faulting engine at a time is the least a
     shrink can do; running it with nothing else on the GPU is the caller's part (gpu/README.md)."""
     return 1 if device_fault_target(signature) else parallel
 
@@ -176,7 +176,7 @@ def _candidates(case: Case) -> Iterator[tuple[str, Case]]:
 def cut_lengths(n: int) -> list[int]:
     """Lengths to cut an n-token prompt to, the biggest cut first: n/2, 3n/4, 7n/8, ... n-1. Halving alone and then
     one token at a time walked a 245-token prompt down by one token per engine run where the finding needed about
-    230 of them (`shrink` of s22's 27b03db4 on the H200, 2026-12-04: 12 runs for 12 tokens); these find such a
+    230 of them (`shrink` of 27b03db4 on the H200, vLLM 0.33.0, 2026-12-04: 12 runs for 12 tokens); these find such a
     threshold in about log2(n) runs."""
     lengths, drop = [], n // 2
     while drop >= 1:
@@ -261,7 +261,7 @@ def describe(case: Case) -> str:
 class ShrinkResult:
     case: Case
     # the last kept variant's verdict; None when nothing smaller was kept, and the caller's run of ``case`` is its
-    # verdict (a stand-in verdict here went into a case file as an observation without oracle or symptom, s34)
+    # verdict (a stand-in verdict here went into a case file as an observation without oracle or symptom on the H100, 2026-12-06)
     verdict: Verdict | None
     runs: int  # engine runs, references included
     accepted: list[str]  # the simplifications kept, in order
