@@ -25,6 +25,7 @@ from hybridfuzz.model import ModelSpec, check_spec
 SCHEMA = "hybridfuzz/v1"
 CHECKS = ("health", "self_consistency", "reference", "prefix_cache")
 VERDICTS = ("pass", "divergence", "unsupported")
+TENSOR_PARALLEL_SIZES = (1, 2)  # GPUs one engine spans (engine.tensor_parallel_size); hybridfuzz/tensor_parallel.py
 
 
 class CaseError(ValueError):
@@ -53,6 +54,9 @@ class EngineConfig:
     enable_sleep_mode: bool = False
     seed: int = 0
     max_model_len: int = 512
+    # GPUs the engine shards its heads and recurrent state over (vllm.LLM tensor_parallel_size): 1 or 2. 1 is never
+    # passed to vLLM, so CPU cases and older case files run as before; 2 needs two GPUs (hybridfuzz/tensor_parallel.py).
+    tensor_parallel_size: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -305,6 +309,8 @@ def _check_values(obj: Any, path: str) -> None:
         _positive(path, "block_size", obj.block_size)
         _positive(path, "max_num_seqs", obj.max_num_seqs)
         _positive(path, "max_model_len", obj.max_model_len, 16)
+        if obj.tensor_parallel_size not in TENSOR_PARALLEL_SIZES:
+            raise CaseError(f"{path}.tensor_parallel_size", f"must be {' or '.join(map(str, TENSOR_PARALLEL_SIZES))}; got {obj.tensor_parallel_size}")
         if obj.mamba_cache_mode is not None and obj.mamba_cache_mode not in vllm_facts.mamba_cache_modes():
             raise CaseError(f"{path}.mamba_cache_mode", f"must be one of {', '.join(vllm_facts.mamba_cache_modes())}; got {obj.mamba_cache_mode!r:.40}")
         clash = set(obj.extra) & {f.name for f in dataclasses.fields(EngineConfig)}

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, OracleSpec
-from hybridfuzz.strategies.engine import engine_configs
+from hybridfuzz.strategies.engine import engine_configs, tensor_parallel_sizes
 from hybridfuzz.strategies.model import family_engine_extra, model_specs
 from hybridfuzz.strategies.platform import Platform
 from hybridfuzz.strategies.steps import step_scripts
@@ -18,12 +18,16 @@ ALL_CHECKS = ["health", "self_consistency", "reference"]
 @st.composite
 def cases(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, host: sleepwake.Host = sleepwake.OFFLINE) -> Case:
     """``host``: what the engine host can do with the sleep/wake protocol (sleepwake.SERVER: submit, mode wait)."""
-    model = draw(model_specs(max_layers, platform.families))
+    tp = draw(tensor_parallel_sizes(platform))
+    model = draw(model_specs(max_layers, platform.families, tp))
     engine = draw(engine_configs(platform))
     family_extra = draw(family_engine_extra(model))  # e.g. mamba_ssm_cache_dtype (strategies/model.py)
     engine = dataclasses.replace(engine, extra={**engine.extra, **family_extra}) if family_extra else engine
     steps = draw(step_scripts(max_steps, model.vocab_size, platform.has_sleep_mode, host))
-    return Case(model=model, engine=engine, steps=steps, oracle=OracleSpec(checks=list(ALL_CHECKS)))
+    # Two GPUs against one: a TP=2 case's reference is the same case on a single GPU (and KV dtype auto, as always).
+    reference = {**OracleSpec().reference, **({"tensor_parallel_size": 1} if tp > 1 else {})}
+    return Case(model=model, engine=dataclasses.replace(engine, tensor_parallel_size=tp), steps=steps,
+                oracle=OracleSpec(checks=list(ALL_CHECKS), reference=reference))
 
 
 @st.composite

@@ -47,6 +47,13 @@ def engine_configs(draw, platform: Platform) -> EngineConfig:
     )
 
 
+def tensor_parallel_sizes(platform: Platform) -> st.SearchStrategy[int]:
+    """GPUs a case's engine spans, 1 first (shrinks there); 2 only where the platform has two GPUs. Drawn before the
+    model (strategies/case.py), whose head counts depend on it; a single choice draws nothing (st.just)."""
+    choices = platform.tensor_parallel_choices()
+    return st.sampled_from(choices) if len(choices) > 1 else st.just(choices[0])
+
+
 @st.composite
 def scheduler_and_weights(draw, platform: Platform) -> dict:
     """Knobs outside EngineConfig's named fields: a small token budget per step forces chunked

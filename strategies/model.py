@@ -8,6 +8,7 @@ only exist for some families (``mamba_ssm_cache_dtype``) are drawn by ``family_e
 """
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 from hypothesis import strategies as st
@@ -18,6 +19,13 @@ from hybridfuzz.model.spec import Memory
 SSM_STATE_SIZES = (64, 16, 32, 128)
 MAMBA_FAMILIES_MIXERS = ("mamba1", "mamba2")
 MEMORIES = typing.get_args(Memory)  # "short" (the default) first
+# Head counts of a case on two GPUs (engine.tensor_parallel_size: 2; hybridfuzz/tensor_parallel.py has vLLM's rules),
+# (query heads, KV heads): the even split first (the spec's default, one KV head a GPU), then one KV head replicated
+# on both GPUs, the uneven split vLLM allows. Query heads stay 2 or 4: families that derive head_dim divide hidden_size.
+TP2_ATTENTION_HEADS = ((4, 2), (4, 1), (2, 2), (2, 1))
+# (key heads, value heads) of GDN on two GPUs: vLLM splits them only evenly (the spec's 1 and 1 would leave a GPU
+# none), one key head a GPU with one or two value heads.
+TP2_GDN_HEADS = ((2, 2), (2, 4))
 
 
 def layer_orders(min_layers: int = 1, max_layers: int = 8, kinds=(LINEAR, FULL)) -> st.SearchStrategy[tuple[str, ...]]:
@@ -42,7 +50,9 @@ def family_layers(family: str, max_layers: int = 8) -> st.SearchStrategy[tuple[s
 
 
 @st.composite
-def model_specs(draw, max_layers: int = 8, families: tuple[str, ...] = ("qwen3_next",)) -> ModelSpec:
+def model_specs(draw, max_layers: int = 8, families: tuple[str, ...] = ("qwen3_next",), tensor_parallel_size: int = 1) -> ModelSpec:
+    """``tensor_parallel_size`` 2 also draws head counts that split over two GPUs, evenly or unevenly where vLLM
+    allows it; 1 draws nothing more (the spec's default heads), so single-GPU draws are as they were."""
     family = draw(st.sampled_from(list(families)))
     layers = draw(family_layers(family, max_layers))
     fam = FAMILIES[family]
@@ -53,6 +63,12 @@ def model_specs(draw, max_layers: int = 8, families: tuple[str, ...] = ("qwen3_n
     # Long memory carries a stale or corrupt state through the prompt to the output (ModelSpec.memory).
     memory = draw(st.sampled_from(MEMORIES)) if fam.has_state_decay else "short"
     spec = ModelSpec(layers=layers, architecture=family, conv_kernel=conv_kernel, ssm_state_size=state, seed=seed, memory=memory)
+    if tensor_parallel_size > 1:
+        heads, kv = draw(st.sampled_from(TP2_ATTENTION_HEADS))
+        spec = dataclasses.replace(spec, num_attention_heads=heads, num_key_value_heads=kv)
+        if fam.mixer == "gdn":
+            k, v = draw(st.sampled_from(TP2_GDN_HEADS))
+            spec = dataclasses.replace(spec, linear_num_key_heads=k, linear_num_value_heads=v)
     assert check_spec(spec) is None, check_spec(spec)
     return spec
 

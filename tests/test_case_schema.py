@@ -33,6 +33,7 @@ BAD = [
     ("model: {}\nsteps: [{submit: {prompts: []}}]", "steps[0].submit.prompts"),
     ("model: {}\nsteps: [{submit: {prompts: [[1, 600]]}}]", "steps[0].submit.prompts[0][1]"),
     ("model: {}\nengine: {enforce_eager: maybe}\nsteps: [reset_prefix_cache]", "engine.enforce_eager"),
+    ("model: {}\nengine: {tensor_parallel_size: 4}\nsteps: [reset_prefix_cache]", "engine.tensor_parallel_size"),
     ("model: {hidden_size: 100000}\nsteps: [reset_prefix_cache]", "model.hidden_size"),
     ("model: {}\nsteps: [reset_prefix_cache]\noracle: {checks: [vibes]}", "oracle.checks[0]"),
     ("steps: [reset_prefix_cache]", "model"),

@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Callable, Literal
 
+from hybridfuzz.campaign import placement
 from hybridfuzz.campaign.capacity import busy_cores, host_cpu_jiffies
 from hybridfuzz.campaign.config import WorkerSettings
 from hybridfuzz.campaign.stats import aggregate, findings_list, load_meta
@@ -50,13 +51,16 @@ class CampaignSupervisor:
         cores = os.cpu_count() or 1
         settings = settings or WorkerSettings(engines=0)
         self.plan = None
+        self.placements: list[placement.Placement] = []
         if engine == "gpu":
             # Fill the GPU: engines per GPU from its free memory and the measured footprint, capped by
             # the cores engine start-up is bound on; each worker runs a session and its reference.
             from hybridfuzz.campaign import capacity
 
             self.plan = capacity.detect()
-            self.workers = workers or max(1, gpus * self.plan.workers_per_gpu)
+            # TP=2 workers on GPU pairs, the others on single GPUs (campaign/placement.py)
+            self.placements = placement.place(gpus, max(1, self.plan.workers_per_gpu))
+            self.workers = workers or max(1, len(self.placements))
             use = settings.use if settings.use.shrink_parallel else dataclasses.replace(settings.use, shrink_parallel=self.plan.shrink_parallel)
             self.settings = dataclasses.replace(settings, engines=settings.engines or capacity.ENGINES_PER_WORKER, use=use,
                                                 shrink_slots=settings.shrink_slots or gpus * self.plan.shrinks_per_gpu)
@@ -80,6 +84,8 @@ class CampaignSupervisor:
     def _worker_cmd(self, i: int, until: float) -> list[str]:
         cmd = [sys.executable, "-m", "hybridfuzz.cli", "campaign-worker", "--dir", self.dir, "--index", str(i),
                "--until", repr(until), "--seed", str(self.seed * 100 + i), *self.settings.argv()]
+        if self.placements:
+            cmd += ["--tensor-parallel", str(self.placements[i % len(self.placements)].tensor_parallel_size)]
         return cmd + (["--platform-file", self.platform_file] if self.platform_file else [])
 
     def _detect_platform(self) -> str | None:
@@ -99,7 +105,9 @@ class CampaignSupervisor:
 
     def _start(self, i: int, until: float) -> None:
         env = dict(os.environ)
-        if self.engine == "gpu":
+        if self.placements:
+            env["CUDA_VISIBLE_DEVICES"] = self.placements[i % len(self.placements)].cuda_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        elif self.engine == "gpu":
             env["CUDA_VISIBLE_DEVICES"] = str(i % self.gpus)
         wdir = os.path.join(self.dir, "workers", str(i))
         os.makedirs(wdir, exist_ok=True)
@@ -171,7 +179,7 @@ class CampaignSupervisor:
         old = {s: signal.signal(s, self.stop) for s in (signal.SIGTERM, signal.SIGINT)}
         self.platform_file = self._detect_platform()  # within the budget: it is the campaign's own time
         if self.plan is not None:
-            self.log(f"campaign {self.dir}: {self.plan.describe()}")
+            self.log(f"campaign {self.dir}: {self.plan.describe()}; {placement.describe(self.placements)}")
         self.log(f"campaign {self.dir}: {self.workers} workers x {self.settings.engines} engines ({self.engine}), "
                  f"{left:.0f}s of {self.budget_s:.0f}s left, database {meta['database']}")
         try:

@@ -20,6 +20,7 @@ import time
 from hybridfuzz.campaign.claims import HOST, Claims, FileClaims, RedisClaims, done_signatures
 from hybridfuzz.campaign.config import WorkerSettings
 from hybridfuzz.campaign.database import KeepOthersDatabase, make_database, redis_client
+from hybridfuzz.campaign.placement import pinned
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.case import device_kind
@@ -61,9 +62,11 @@ def load_platform(platform_file: str):
 
 
 def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings: WorkerSettings, platform=None,
-               platform_from: str = "") -> int:
+               platform_from: str = "", tensor_parallel: int = 0) -> int:
     """One FuzzLoop until ``until`` (epoch seconds) or SIGTERM; its own out dir, the campaign's shared state.
-    ``platform``: the supervisor's (read from ``platform_from``); None: detected here.
+    ``platform``: the supervisor's (read from ``platform_from``); None: detected here. ``tensor_parallel``: the one
+    tensor-parallel size its cases draw, on the GPUs the supervisor pinned it to (campaign/placement.py); 0: the
+    platform's choices.
 
     Its fork server is launched first, so that the server's import of torch and vLLM overlaps whatever the worker
     does before its first session: on the H200 of 2026-12-02 (results/2026-12-02-h200-vllm0.32.0-48-cases-per-engine/) twelve workers, each
@@ -138,6 +141,8 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
 
                 platform = detect_platform()
             platform = settings.narrowing.apply(platform)
+            if tensor_parallel:
+                platform = pinned(platform, tensor_parallel)
             print(f"worker {name}: pid {os.getpid()}, engine {platform.device}, {until - time.time():.0f}s left, seed {seed}, "
                   f"platform {'from ' + platform_from if platform_from else 'detected here'}", flush=True)
             use = settings.use.resolved(platform.device)

@@ -15,6 +15,8 @@ def add_arguments(p) -> None:
     p.add_argument("--until", type=float, required=True, help="stop at this time (seconds since the epoch)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--platform-file", help="the platform the supervisor detected (campaign/supervisor.py); without it the worker detects its own")
+    p.add_argument("--tensor-parallel", type=int, choices=[1, 2], default=0,
+                   help="draw only cases of this tensor-parallel size, on the GPUs CUDA_VISIBLE_DEVICES pins (campaign/placement.py)")
 
 
 def run(args) -> int:
@@ -26,4 +28,5 @@ def run(args) -> int:
             platform = load_platform(args.platform_file)
         except ValueError as e:
             raise UsageError(f"--platform-file {e}") from None
-    return run_worker(args.dir, args.index, args.until, args.seed, settings_of(args), platform, args.platform_file or "")
+    return run_worker(args.dir, args.index, args.until, args.seed, settings_of(args), platform, args.platform_file or "",
+                      args.tensor_parallel)

@@ -11,6 +11,7 @@ import os
 import time
 from typing import Any, Callable
 
+from hybridfuzz import tensor_parallel
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, WakeUp
 from hybridfuzz.faults import mends
 from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, cpu_seconds, REFUSAL, REJECTION_TYPES, classify, error_info, short_path  # noqa: F401  (re-exported)
@@ -60,6 +61,11 @@ def engine_kwargs(engine: EngineConfig, model_dir: str, device: str) -> dict[str
         value = getattr(engine, name)
         if value is not None:
             kw[name] = value
+    if engine.tensor_parallel_size > 1:  # never for 1: CPU cases and older case files start as they did
+        kw["tensor_parallel_size"] = engine.tensor_parallel_size
+        # One worker process per GPU, with the engine core still in this process (the fork server's
+        # VLLM_ENABLE_V1_MULTIPROCESSING=0): the in-process executor runs a single GPU only.
+        kw["distributed_executor_backend"] = "mp"
     kw.update(engine.extra)
     return kw
 
@@ -186,6 +192,13 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
         trace.env = environment()
         if progress is not None:
             progress({"event": "starting", "trace": trace.to_dict()})
+        why = tensor_parallel.refusal(case, tensor_parallel.gpu_count(device_kind()))
+        if why:  # too few GPUs here, or heads vLLM cannot split: a refusal, before vLLM could call it a crash
+            trace.error = tensor_parallel.refused(why)
+            trace.outcome = classify(trace.error, "config")
+            trace.timings["startup_s"] = time.perf_counter() - t0
+            trace.timings["startup_cpu_s"] = cpu_seconds() - c0
+            return None
         model_dir = str(build_model(case.model))
         from vllm import LLM
 

@@ -47,7 +47,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable
 
-from hybridfuzz import sleepwake
+from hybridfuzz import sleepwake, tensor_parallel
 from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
 from hybridfuzz.engines.base import ENGINE_DEFAULTS, REJECTION_TYPES, classify, name_the_kernel  # noqa: F401  (REJECTION_TYPES re-exported)
 from hybridfuzz.engines.inflight import InFlight
@@ -254,6 +254,11 @@ class ServerHost(SequentialHost):
         t0 = time.perf_counter()
         deadline = t0 + timeout
         trace = Trace(env=self._environment())
+        why = tensor_parallel.refusal(case, tensor_parallel.gpu_count(self._device_kind()))
+        if why:  # as the offline host does (engines/offline.py _startup): a refusal before `vllm serve` starts
+            trace.error = tensor_parallel.refused(why)
+            trace.outcome = classify(trace.error, "config")
+            return trace
         try:
             from hybridfuzz.model import build_model
 
