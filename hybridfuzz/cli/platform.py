@@ -35,5 +35,6 @@ def run(args) -> int:
         print(f"  {name} declares KV dtypes: {', '.join(dtypes) or 'every one'}")
     for name, why in info["families_not_runnable"].items():
         print(f"  not runnable here: {name}: {why}")
-    print(f"  graphs: {p.has_graphs}, sleep mode: {p.has_sleep_mode}")
+    print(f"  graphs: {p.has_graphs}, sleep mode: {p.has_sleep_mode}, GPUs: {p.gpu_count} "
+          f"(tensor_parallel_size drawn: {', '.join(map(str, p.tensor_parallel_choices()))})")
     return 0
