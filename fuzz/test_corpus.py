@@ -20,7 +20,8 @@ from hybridfuzz.triage.reproduce import expectation
 from hybridfuzz.vllm_facts import vllm_version
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "corpus")
-CASES = sorted(p for p in glob.glob(os.path.join(ROOT, "**", "*.yaml"), recursive=True))
+LEDGER = os.path.join(ROOT, "bugs.yaml")  # the bug ledger (triage/ledger.py), not a case
+CASES = sorted(p for p in glob.glob(os.path.join(ROOT, "**", "*.yaml"), recursive=True) if p != LEDGER)
 KINDS = {p: load_case_file(p).kind for p in CASES}
 ENGINE = [p for p in CASES if KINDS[p] == "engine"]
 COMPONENT = [p for p in CASES if KINDS[p] == "component"]
