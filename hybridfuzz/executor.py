@@ -43,7 +43,7 @@ def judge(case: Case, trace: Trace, ref: Trace | None, controls: dict[ControlKin
         verdicts.append(check_self_consistency(case, trace, controls=controls))
     if "reference" in checks and ref is not None:
         verdicts.append(check_reference(case, trace, ref))
-    if "self_consistency" in checks:  # last: a cost finding never hides a correctness one (combine: first wins)
+    if "prefix_cache" in checks or "self_consistency" in checks:  # last: a cost finding never hides a correctness one
         verdicts.append(check_prefix_cache(case, trace))
     return combine(verdicts)
 

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from hybridfuzz.case import Observation, load_case, load_case_file
+from hybridfuzz.report.bugs import render_markdown
 from hybridfuzz.triage.findings import write_finding
 from hybridfuzz.triage.ledger import LedgerError, cause_holds, case_settings, load_ledger, read_bugs, symptom_class
 
@@ -151,6 +152,8 @@ def test_bugs_command_lists_the_committed_ledger_once_per_bug():
     assert len(ids) == len(set(ids)) and data["unassigned"] == []
     real = [b for b in data["bugs"] if b["status"] != "not a bug"]
     assert 0 < len(real) <= 20
+    page = render_markdown(load_ledger(os.path.join(ROOT, "corpus", "bugs.yaml")))
+    assert all(page.count(f"\n## {b['title']}\n") == 1 for b in real)  # docs/bugs.md: each bug once
     assert all(b["members"] for b in data["bugs"]), [b["id"] for b in data["bugs"] if not b["members"]]
 
 

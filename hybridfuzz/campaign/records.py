@@ -156,7 +156,7 @@ class FoundRecord:
     found_s: float
     size: list[int]
     shrink_s: float
-    like: str = ""  # a finding of a known class (findings.KvClass): the filed case that shows the class
+    like: str = ""  # a finding of a known class: the ledger bug's id, or the filed case that shows the KV-dtype class
 
 
 @dataclass
@@ -177,6 +177,8 @@ class RunSummary:
     finding_list: list[FoundRecord] = field(default_factory=list)
     met_while_shrinking: list[FoundRecord] = field(default_factory=list)  # written unshrunk, not replayed (campaign/loop.py Stats)
     known_class: list[FoundRecord] = field(default_factory=list)  # of KV-dtype classes filed before: written, not shrunk
+    known_bug: list[FoundRecord] = field(default_factory=list)  # members of ledger bugs (``like`` is the bug id): written, not shrunk
+    shrink_share: float = 0.0  # of the wall time, the share spent shrinking
     fault_injected: str = ""
     interrupted: bool = False
     host_lost: bool = False  # stopped early: its engines saw no device (campaign/loop.py FuzzLoop._watch_host)

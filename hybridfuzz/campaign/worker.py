@@ -25,6 +25,7 @@ from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.case import device_kind
 from hybridfuzz.store import write_atomic
+from hybridfuzz.triage.ledger import ledger_of
 
 HEARTBEAT_S = 10.0
 
@@ -152,7 +153,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
                              max_layers=settings.max_layers, max_steps=use.max_steps, claim=claim, taken=claims.taken_elsewhere,
                              known_fn=lambda: done_signatures(store, *settings.known_dirs, on=device_kind(platform.device)),
                              on_state=lambda sig, st, path, case: store.set(sig, st, path, case),
-                             memory_dir=os.path.join(campaign_dir, "outcomes"),
+                             memory_dir=os.path.join(campaign_dir, "outcomes"), ledger=ledger_of(settings.known_dirs),
                              shrink_slots=ShrinkSlots(os.path.join(campaign_dir, "shrink-slots"), settings.shrink_slots)
                              if settings.shrink_slots else None)
             loop = FuzzLoop(cfg, host, platform, progress)

@@ -65,6 +65,7 @@ def _seconds(value) -> str:
 
 def run(args) -> int:
     from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.triage.ledger import ledger_of
     from hybridfuzz.campaign.stats import host_lost_line
     from hybridfuzz.hosts import make_host
     from hybridfuzz.strategies import detect_platform
@@ -92,7 +93,10 @@ def run(args) -> int:
         now = time.time()
         if now - last[0] > 5 or phase == "shrink":
             last[0] = now
-            say(f"  [{now - stats.started:6.0f}s] {phase:8} cases {stats.cases:4}  findings {len(stats.findings)}")
+            elapsed = max(now - stats.started, 1e-9)
+            refinds = len(stats.known_bug) + len(stats.known_class)
+            say(f"  [{elapsed:6.0f}s] {phase:8} cases {stats.cases:4} ({stats.cases / elapsed * 60:.1f}/min)  new {len(stats.findings)}"
+                f"  re-finds {refinds}  shrinking {stats.shrink_s / elapsed:.0%}")
 
     workers = args.workers or (2 if platform.device == "cpu" else 8)
     from hybridfuzz.hosts import PERSISTENT
@@ -101,7 +105,7 @@ def run(args) -> int:
     cfg = FuzzConfig(budget_s=args.budget, out_dir=out, findings_dir=findings, seed=args.seed, timeout_s=args.timeout,
                      known_dirs=known, max_layers=args.max_layers, max_steps=use.max_steps, cases_per_engine=use.cases_per_engine,
                      shrink=use.shrink, shrink_parallel=use.shrink_parallel, engine_slots=workers,
-                     memory_dir=os.path.join(out, "outcomes"))
+                     memory_dir=os.path.join(out, "outcomes"), ledger=ledger_of(known))
     loop = None
     try:
         with make_host(args.host, workers=workers, timeout=args.timeout) as host:
@@ -121,7 +125,9 @@ def run(args) -> int:
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
         f"{summary.findings} new findings{f' (and {len(met)} open: met while shrinking)' if met else ''}"
         f"{f', {len(known)} more of known KV-dtype classes' if known else ''}; "
-        f"time to first finding {_seconds(summary.time_to_first_finding_s)}; shrinking {summary.shrink_s}s; not replayed {summary.not_replayed}")
+        f"{f', {len(summary.known_bug)} re-finds of ledger bugs' if summary.known_bug else ''}; "
+        f"time to first finding {_seconds(summary.time_to_first_finding_s)}; shrinking {summary.shrink_s}s "
+        f"({summary.shrink_share:.0%} of the run); not replayed {summary.not_replayed}")
     for f in summary.finding_list:
         say(f"  {f.signature}: {f.path}\n    {f.summary}")
     if met:  # written as found, neither shrunk nor replayed; a later run reads them as known and leaves them so
@@ -134,6 +140,8 @@ def run(args) -> int:
             "written as found, not shrunk:")
         for f in known:
             say(f"  [known-class] {f.signature}: {f.path}\n    like {f.like}")
+    for f in summary.known_bug:  # a ledger bug met again (campaign/loop.py _of_ledger_bug): a member, not shrunk
+        say(f"  [known-bug {f.like}] {f.signature}: {f.path}")
     if lost := host_lost_line(int(summary.host_lost), 1):
         say(lost)
     say(f"summary: {os.path.join(out, 'summary.json')}")

@@ -46,6 +46,14 @@ def render_text(ledger: Ledger) -> str:
     return "\n".join(lines)
 
 
+def bisect_text(bug: Bug) -> str:
+    """The boundary a bisect found, in the words of its kind: where a bug came in, or where it was fixed."""
+    b = bug.bisect
+    if "first_bad" in b:
+        return f"last good {b['last_good']}, first bad {b['first_bad']} ({b['by']})"
+    return f"last bad {b['last_bad']}, first good {b['first_good']} ({b['by']})"
+
+
 def _cause_text(bug: Bug) -> str:
     return ", ".join(f"`{k}: {v}`" for k, v in bug.cause.items()) or "not isolated"
 
@@ -65,7 +73,7 @@ def render_markdown(ledger: Ledger) -> str:
                 f"- **symptom**: {b.symptom}, severity {b.severity}, on {b.device.upper()}", f"- **cause set**: {_cause_text(b)}",
                 f"- **seen**: {'; '.join(_seen(ledger, b)) or 'no recorded observation'}"]
         if b.bisect:
-            out.append(f"- **bisect**: first bad {b.bisect['first_bad']}, last good {b.bisect['last_good']} (`{b.bisect['command']}`)")
+            out.append(f"- **bisect**: {bisect_text(b)}")
         if b.upstream:
             out.append(f"- **upstream**: {b.upstream}")
         out.append(f"- **reproducer**: `hybridfuzz export {b.id}`; verified standalone: {_verified(b)}")
