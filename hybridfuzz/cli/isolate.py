@@ -62,12 +62,12 @@ def shows_finding(case, recorded: list[str], host, timeout: float, budget_s: flo
             return None, most, len(seen)
 
 
-def report(iso, say) -> None:
-    """The lines after the flips: the skipped settings and the cause set."""
+def report(iso, say, indent: str = "") -> None:
+    """The lines after the flips: the skipped settings (``indent``ed as the flips' lines) and the cause set."""
     from hybridfuzz.triage.isolate import text
 
     for s in iso.skipped:
-        say(f"{s.key}: {text(s.value)}: not flipped: {s.why}")
+        say(f"{indent}{s.key}: {text(s.value)}: not flipped: {s.why}")
     cause = ", ".join(f"{k}: {text(v)}" for k, v in iso.cause.items())
     say(f"cause: {{{cause}}}" + ("" if iso.finished else f" (unfinished: {iso.stopped or 'runs spoiled'})")
         + f"; {iso.engine_runs} engine runs, {iso.seconds:.0f}s, up to {iso.tries} run(s) a flip")

@@ -278,6 +278,6 @@ def _isolate_minimal(args, out: str, target: str, host, left: float, parallel: i
     minimal = load_case_file(out)
     say(f"isolating the cause: each setting flipped to its neutral value, {tries} run(s) a flip, {max(left, 0):.0f}s left")
     isolated = isolate(minimal, target, host, left, parallel, tries, args.timeout, alone, lambda line: say("  " + line))
-    report(isolated, say)
+    report(isolated, say, indent="  ")
     write_atomic(out, dump_case(minimal.replace(cause=isolated.cause)))
     return isolated
