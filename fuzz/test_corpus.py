@@ -14,6 +14,7 @@ import os
 import pytest
 
 from hybridfuzz.case import load_case_file
+from hybridfuzz.engines.base import Host
 from hybridfuzz.executor import evaluate
 from hybridfuzz.machine import cpu_isa
 from hybridfuzz.triage.reproduce import expectation
@@ -31,7 +32,25 @@ def _ids(paths):
     return [os.path.relpath(p, ROOT) for p in paths]
 
 
-def _check(path, host) -> None:
+def smoke_cases() -> set[str]:
+    """The fast tier's corpus replay: the seeds, and for each bug of the ledger seen on a CPU, its smallest case seen
+    there (one real engine run per bug); the slow tier replays every case."""
+    from hybridfuzz.case import device_kind
+    from hybridfuzz.triage.findings import case_size
+    from hybridfuzz.triage.ledger import load_ledger
+
+    out = {os.path.normpath(p) for p in ENGINE if os.path.relpath(p, ROOT).startswith("seeds" + os.sep)}
+    for members in load_ledger(LEDGER, ROOT).members.values():
+        on_cpu = [m for m in members if m.case.kind == "engine" and any(device_kind(o.device) == "cpu" for o in m.case.observed)]
+        if on_cpu:
+            out.add(os.path.normpath(min(on_cpu, key=lambda m: case_size(m.case)).path))
+    return out
+
+
+SMOKE = smoke_cases()
+
+
+def _check(path, host: Host) -> None:
     case = load_case_file(path)
     exp = expectation(case, vllm_version(), cpu_isa())
     if exp.skip:
@@ -53,7 +72,8 @@ def _check(path, host) -> None:
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize("path", ENGINE, ids=_ids(ENGINE))
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.smoke) if os.path.normpath(p) in SMOKE else p for p in ENGINE],
+                         ids=_ids(ENGINE))
 def test_corpus_case_matches_expectation(replay_host, path):
     _check(path, replay_host)
 

@@ -40,6 +40,7 @@ def known_class(case, result, host) -> str | None:
                           lambda control: replay(control, host).verdict.status == "pass")
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 @given(case=cases(PLATFORM, max_layers=4, max_steps=4))
 def test_hybrid_engine_has_no_new_divergence(engine_host, case):

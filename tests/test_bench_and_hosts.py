@@ -24,6 +24,7 @@ def test_fast_path_runs_bench_cases_with_passing_verdicts():
     assert res.peak_rss_mb > 100 and all(t > 0 for t in res.latencies)
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 def test_hang_becomes_timeout_outcome_and_host_survives():
     """A real hang (a level-0 sleep pauses scheduling; the next offline generate never returns) is killed

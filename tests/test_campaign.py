@@ -357,6 +357,43 @@ def test_a_worker_keeps_examples_another_worker_is_shrinking():
 
 
 @pytest.mark.engine
+@pytest.mark.smoke  # the fast tier's real-engine test of a campaign and its resume (conftest.py)
+@pytest.mark.engine
+def test_a_campaign_resumes_with_the_budget_it_has_left(tmp_path):
+    """DIR/campaign.json keeps the budget spent: the same --dir with the same budget runs nothing more, and with a
+    larger one runs only what is left, keeping the findings folder and the cases counted. On a loaded machine the
+    first budget may end before the worker's engine starts, so the budget grows until cases ran (a condition, not a
+    fixed time)."""
+    from hybridfuzz.campaign.config import EngineUse, WorkerSettings
+    from hybridfuzz.campaign.supervisor import CampaignSupervisor
+
+    said: list[str] = []
+
+    def campaign(budget_s: float) -> dict:
+        return CampaignSupervisor(str(tmp_path), budget_s, workers=1, engine="cpu", status_every_s=600,
+                                  settings=WorkerSettings(max_layers=1, use=EngineUse(max_steps=2)), log=said.append).run()
+
+    budget, runs = 40, 1
+    summary = campaign(budget)
+    assert json.loads((tmp_path / "campaign.json").read_text())["spent_s"] >= budget - 5 and (tmp_path / "findings").is_dir()
+    before = summary["cases"]
+    campaign(budget)
+    runs += 1
+    assert any("already spent" in line for line in said), said
+    while True:
+        spent = json.loads((tmp_path / "campaign.json").read_text())["spent_s"]
+        budget = spent + 40
+        summary = campaign(budget)
+        runs += 1
+        assert any(f"40s of {budget:.0f}s left" in line for line in said), said[-5:]
+        assert summary["cases"] >= before
+        if summary["cases"] > 0 or runs > 8:
+            break
+    meta = json.loads((tmp_path / "campaign.json").read_text())
+    assert meta["runs"] == runs and meta["spent_s"] >= budget - 5, meta  # the workers stop at the deadline, give or take
+    assert summary["cases"] > 0, said
+
+
 def test_every_worker_starts_at_once_and_events_say_each_models_memory(tmp_path):
     """Workers start together (a staggered GPU start only delayed them: see CampaignSupervisor.run); every event of
     a real campaign names its model's memory and the summary counts them, and says where the CPU went (engine
@@ -538,7 +575,7 @@ def test_background_shrinker_takes_one_finding_of_each_kv_dtype_and_oracle_kind_
 
 @pytest.mark.engine
 def test_background_shrinker_confirms_a_deferred_history_before_shrinking_it(tmp_path):
-    """A warm engine's history handed over unconfirmed (FuzzLoop._defer_history) is replayed first, on a real engine:
+    """A warm engine's history handed over unconfirmed (campaign/confirm.py Confirmer.defer_history) is replayed first, on a real engine:
     one that does not reproduce its signature is settled as not replayed after that one replay, with no shrink (the
     replay's observation kept beside the warm one); one that does is shrunk, then replayed, as any finding is."""
     from hybridfuzz.campaign.background import BackgroundShrinker

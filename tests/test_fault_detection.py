@@ -30,6 +30,7 @@ def faulty_host(monkeypatch):
     return make
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 def test_clean_engine_passes_and_scale_fill_is_caught(host, faulty_host):
     assert evaluate(REPEATED, host).verdict.status == "pass"

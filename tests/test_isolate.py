@@ -197,6 +197,7 @@ def test_a_case_that_records_no_divergence_is_refused_in_one_line(tmp_path):
 
 # ---------------------------------------------------------------- on the engine
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 @pytest.mark.slow
 def test_isolate_finds_the_kv_dtype_of_a_real_cpu_finding(tmp_path):

@@ -49,6 +49,7 @@ def test_an_unknown_mend_is_one_line_before_any_work():
     assert p.stderr.strip().splitlines() == ["hybridfuzz: HYBRIDFUZZ_MEND: unknown mend 'nope' (known: scale-fill, prefill-eager)"]
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 def test_a_replay_with_a_mend_records_that_its_engine_ran_the_mended_code(tmp_path):
     """The variable alone is no evidence: the H200 replays of 2026-12-04 that still diverged with scale-fill recorded

@@ -317,6 +317,7 @@ def test_history_case_starts_at_the_engine_that_ran_the_case():
 
 # ---------------------------------------------------------------- real engines
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 def test_a_warm_engine_answers_as_fresh_engines_do(host):
     cases = [_case(Generate(prompts=[PROMPT], max_tokens=4, logprobs=3), enable_prefix_caching=True),

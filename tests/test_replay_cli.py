@@ -35,6 +35,7 @@ def test_missing_file_is_exit_2(tmp_path):
     assert r.returncode == 2 and "cannot read" in r.stderr
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 def test_corpus_seed_replays_and_passes():
     r = replay("corpus/seeds/prefix-hit-fp8.yaml")

@@ -79,6 +79,7 @@ def ok_trace():
     return trace
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 def test_ok_case_is_self_consistent(ok_trace):
     assert ok_trace.outcome == "ok", (ok_trace.error, ok_trace.log_tail[-2000:])

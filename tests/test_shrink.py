@@ -347,6 +347,7 @@ def test_a_finding_is_decided_alone_unless_the_reference_run_judges_it():
     assert not decided_alone("reference:beyond-noise:0123abcd", "step 4 req 0 diverges from the reference (kv_cache_dtype=auto)")
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)
 @pytest.mark.engine
 def test_shrink_cli_reduces_bloated_case_to_the_minimal_one(tmp_path):
     (tmp_path / "bloated.yaml").write_text(BLOATED)
