@@ -188,6 +188,7 @@ def test_gpu_sites_are_the_environments(tmp_path):
     assert env.pythonpath == [str(site) + ".src", str(site)] and env.cwd == str(site) + ".src" and env.cached
 
 
+@pytest.mark.slow  # a CLI or campaign in its own process: over a minute
 def test_bisect_cli_refuses_bad_input_in_one_line(tmp_path):
     case = tmp_path / "c.yaml"
     shutil.copy(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml"), case)

@@ -394,6 +394,7 @@ def test_a_campaign_resumes_with_the_budget_it_has_left(tmp_path):
     assert summary["cases"] > 0, said
 
 
+@pytest.mark.slow  # a CLI or campaign in its own process: over a minute
 def test_every_worker_starts_at_once_and_events_say_each_models_memory(tmp_path):
     """Workers start together (a staggered GPU start only delayed them: see CampaignSupervisor.run); every event of
     a real campaign names its model's memory and the summary counts them, and says where the CPU went (engine
@@ -440,6 +441,7 @@ def test_a_platform_survives_its_file_and_a_worker_loads_it(tmp_path):
         assert f"--platform-file {path}: not a platform written by campaign" in r.stderr, (text, r.stderr)
 
 
+@pytest.mark.slow  # a CLI or campaign in its own process: over a minute
 def test_a_worker_handed_the_platform_draws_and_checks_cases_without_importing_vllm(tmp_path):
     """A worker's own work (drawing sessions, the strict loader's checks of each case, the corpus's signatures) needs
     vLLM's accepted values; the platform file carries them (vllm_facts.shared), so the worker never imports vLLM or

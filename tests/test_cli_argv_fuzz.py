@@ -174,6 +174,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow  # a CLI or campaign in its own process: over a minute
 def test_ctrl_c_is_130_and_one_line(tmp_path):
     """A real SIGINT while check-components imports vLLM (engine-free): exit 130, no traceback."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
