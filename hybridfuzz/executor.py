@@ -4,9 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hybridfuzz.case import Case
+from hybridfuzz.case import REFERENCE_CHECKS, Case
+from hybridfuzz.engines.base import Host
 from hybridfuzz.oracles.consistency import ControlKind, check_self_consistency, control_cases, needs_control
+from hybridfuzz.oracles.abort import check_abort
+from hybridfuzz.oracles.async_scheduling import check_async_scheduling
 from hybridfuzz.oracles.health import check_health
+from hybridfuzz.oracles.preemption import check_preemption
+from hybridfuzz.oracles.sampling import check_n_samples, check_seeded_sampling
+from hybridfuzz.oracles.spec_decode import check_spec_decode
 from hybridfuzz.oracles.prefix_cache import check_prefix_cache
 from hybridfuzz.oracles.reference import check_reference
 from hybridfuzz.oracles.verdict import Verdict, combine
@@ -22,8 +28,18 @@ class Result:
     controls: dict[ControlKind, Trace] = field(default_factory=dict)  # control runs, when the verdict needed them
 
 
+# The feature oracles by check name (docs/dimensions.md): given the reference run (the case without its feature; None
+# when there is none), or judged on the case's own run.
+FEATURE_CHECKS = {"spec_decode": check_spec_decode, "async_scheduling": check_async_scheduling,
+                  "preemption": check_preemption, "abort": check_abort}
+OWN_RUN_FEATURE_CHECKS = {"seeded_sampling": check_seeded_sampling, "n_samples": check_n_samples}
+
+
 def needs_reference(case: Case) -> bool:
-    return "reference" in case.oracle.checks and case.reference_case().engine != case.engine
+    if not any(c in case.oracle.checks for c in REFERENCE_CHECKS):
+        return False
+    ref = case.reference_case()
+    return ref.engine != case.engine or ref.steps != case.steps
 
 
 def judge(case: Case, trace: Trace, ref: Trace | None, controls: dict[ControlKind, Trace] | None = None) -> Verdict:
@@ -41,6 +57,9 @@ def judge(case: Case, trace: Trace, ref: Trace | None, controls: dict[ControlKin
             return v
     if "self_consistency" in checks:
         verdicts.append(check_self_consistency(case, trace, controls=controls))
+    # before the KV-dtype reference: a feature's own oracle names the divergence its reference run shows
+    verdicts += [check(case, trace, ref) for name, check in FEATURE_CHECKS.items() if name in checks]
+    verdicts += [check(case, trace) for name, check in OWN_RUN_FEATURE_CHECKS.items() if name in checks]
     if "reference" in checks and ref is not None:
         verdicts.append(check_reference(case, trace, ref))
     if "prefix_cache" in checks or "self_consistency" in checks:  # last: a cost finding never hides a correctness one
@@ -83,7 +102,7 @@ class ReferenceCache:
 REFERENCES = ReferenceCache()
 
 
-def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = None,
+def evaluate_sessions(sessions: list[list[Case]], host: Host, timeout: float | None = None,
                       cache: ReferenceCache | None = REFERENCES, known: Callable[[str], bool] | None = None,
                       alone: bool = False) -> list[list[Result]]:
     """Run sessions (cases sharing model and engine; one warm engine each where the host has
@@ -135,7 +154,7 @@ def evaluate_sessions(sessions: list[list[Case]], host, timeout: float | None = 
     return out
 
 
-def run_controls(out: list[list[Result]], sessions: list[list[Case]], host, timeout: float | None,
+def run_controls(out: list[list[Result]], sessions: list[list[Case]], host: Host, timeout: float | None,
                   known: Callable[[str], bool] | None = None) -> None:
     """Judge again, with its control runs, every schedule-only self-consistency divergence
     (oracles/consistency.py) whose signature is not ``known``: all sessions' controls at once, each session's
@@ -160,7 +179,7 @@ def run_controls(out: list[list[Result]], sessions: list[list[Case]], host, time
         result.verdict = judge(case, result.trace, result.reference, result.controls)
 
 
-def evaluate_many(cases: list[Case], host, timeout: float | None = None) -> list[Result]:
+def evaluate_many(cases: list[Case], host: Host, timeout: float | None = None) -> list[Result]:
     """Each case on its own fresh engine (with its reference), all at once."""
     return [r[0] for r in evaluate_sessions([[c] for c in cases], host, timeout, cache=None)]
 
@@ -186,7 +205,7 @@ def history_case(cases: list[Case], traces: list[Trace], upto: int) -> Case:
                         f"the history of a warm engine: {upto + 1 - first} cases run one after another")
 
 
-def evaluate(case: Case, host, timeout: float | None = None, alone: bool = False) -> Result:
+def evaluate(case: Case, host: Host, timeout: float | None = None, alone: bool = False) -> Result:
     """Run the case (and its reference, concurrently where the host allows, unless ``alone``) and judge."""
     if case.kind == "component":
         from hybridfuzz.components import run_component
@@ -215,7 +234,7 @@ def startup_timed_out(result: Result) -> bool:
     return any(t is not None and t.outcome == "timeout" and not t.steps for t in (result.trace, result.reference))
 
 
-def replay(case: Case, host, timeout: float | None = None, tries: int = 3, alone: bool = False,
+def replay(case: Case, host: Host, timeout: float | None = None, tries: int = 3, alone: bool = False,
            startup_retry: bool = True) -> Result:
     """``evaluate`` on a fresh engine, again (up to ``tries`` runs) while our harness interfered: a finding's replay
     beside a campaign's other engines can meet vLLM's device-wide sleep memory check, and a replay that did not

@@ -33,7 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-from hybridfuzz.case import STEP_NAMES, Generate, ReloadWeights, ResetPrefixCache, Sleep, Step, Submit, WakeUp
+from hybridfuzz.case import STEP_NAMES, Abort, Generate, ReloadWeights, ResetPrefixCache, Sleep, Step, Submit, WakeUp
 
 MEMORY_TAGS = ("weights", "kv_cache")
 TAGS = ("weights", "kv_cache", "scheduling")
@@ -140,6 +140,8 @@ TABLE: tuple[Rule, ...] = (
          "the weights' memory is released: vLLM's sequence wakes the weights first. Never generated"),
     Rule("reload_weights", "always", "succeeds", "none",
          "loads the checkpoint in place: later outputs must match those before any sleep"),
+    Rule("abort", "always", "succeeds", "none",
+         "aborts submitted requests still running (oracles/abort.py); one that finished stays finished"),
 )
 
 
@@ -167,6 +169,8 @@ def _transition(state: State, step: Step) -> State:
         return r(state, stale_cache=stale, in_flight=state.in_flight + (len(step.prompts) if isinstance(step, Submit) else 0))
     if isinstance(step, ResetPrefixCache):
         return r(state, stale_cache=False)
+    if isinstance(step, Abort):
+        return r(state, in_flight=max(0, state.in_flight - len(step.requests)))
     if isinstance(step, ReloadWeights):
         return r(state, weights="loaded")
     if isinstance(step, Sleep):

@@ -11,6 +11,11 @@ Outcome = Literal["ok", "rejected", "error", "crash", "timeout"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
+# vLLM's own counters a Trace keeps in ``stats`` (engines/stats.py reads them from ``LLM.get_metrics()``).
+StatName = Literal["spec_drafts", "spec_draft_tokens", "spec_accepted_tokens", "preemptions"]
+STAT_NAMES: tuple[StatName, ...] = get_args(StatName)
+
+
 @dataclass
 class ErrorInfo:
     type: str
@@ -33,6 +38,10 @@ class RequestResult:
     # Requests left in flight (a ``submit`` step): how they ended, e.g. length, abort, queued (still waiting for
     # a wake-up when the case ended), error: HTTP500 ... None for an ordinary generate.
     finish_reason: str | None = None
+    # n > 1: every sample's tokens, the first being ``tokens`` (None: one sample)
+    samples: list[list[int]] | None = None
+    # prompt_logprobs: per prompt position after the first, [[token_id, logprob], ...] best first (None: not asked)
+    prompt_logprobs: list[list[list[float]]] | None = None
 
 
 @dataclass
@@ -57,6 +66,9 @@ class Trace:
     # this one, and the steps the host ran between them (e.g. wake_up, reset_prefix_cache).
     warm_cases: int = 0
     prelude: list[str] = field(default_factory=list)
+    # vLLM's own counters over this case's steps (engines/stats.py): spec-decode drafts, draft tokens, accepted tokens,
+    # preemptions. Empty where the engine kept no stats (only cases with a feature that needs them ask for them).
+    stats: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -75,7 +87,8 @@ class Trace:
         ]
         return cls(outcome=d["outcome"], steps=steps, error=err(d.get("error")), engine_settings=d.get("engine_settings", {}),
                    timings=d.get("timings", {}), env=d.get("env", {}), log_tail=d.get("log_tail", ""),
-                   warm_cases=d.get("warm_cases", 0), prelude=list(d.get("prelude", [])))
+                   warm_cases=d.get("warm_cases", 0), prelude=list(d.get("prelude", [])),
+                   stats=dict(d.get("stats", {})))
 
     def generate_results(self) -> list[tuple[int, list[RequestResult]]]:
         return [(s.index, s.outputs) for s in self.steps if s.kind == "generate" and s.error is None]

@@ -71,7 +71,7 @@ def repeated_pairs(case: Case, trace: Trace):
         step = case.steps[idx]
         assert isinstance(step, (Generate, Submit))
         for r, (prompt, result) in enumerate(zip(step.prompts, outputs)):
-            if result is None:
+            if result is None or step.temperature > 0.0:  # sampled requests: oracles/sampling.py compares seeded ones
                 continue
             key = (type(step), tuple(prompt))
             if key not in first:

@@ -63,7 +63,7 @@ def unjudged(v: Verdict) -> bool:
 
 
 # Oracles whose verdict executor.judge draws from the case's own trace (and its control runs), never the reference's.
-OWN_RUN_ORACLES = ("self_consistency", "prefix_cache")
+OWN_RUN_ORACLES = ("self_consistency", "prefix_cache", "seeded_sampling", "n_samples")
 
 
 def decided_alone(signature: str, summary: str) -> bool:

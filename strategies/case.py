@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, OracleSpec
 from hybridfuzz.strategies.engine import engine_configs, tensor_parallel_sizes
+from hybridfuzz.strategies.features import feature_steps, with_new_dimensions
 from hybridfuzz.strategies.model import family_engine_extra, model_specs
 from hybridfuzz.strategies.platform import Platform
 from hybridfuzz.strategies.steps import step_scripts
@@ -26,8 +27,9 @@ def cases(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, hos
     steps = draw(step_scripts(max_steps, model.vocab_size, platform.has_sleep_mode, host))
     # Two GPUs against one: a TP=2 case's reference is the same case on a single GPU (and KV dtype auto, as always).
     reference = {**OracleSpec().reference, **({"tensor_parallel_size": 1} if tp > 1 else {})}
-    return Case(model=model, engine=dataclasses.replace(engine, tensor_parallel_size=tp), steps=steps,
+    case = Case(model=model, engine=dataclasses.replace(engine, tensor_parallel_size=tp), steps=steps,
                 oracle=OracleSpec(checks=list(ALL_CHECKS), reference=reference))
+    return draw(with_new_dimensions(case, platform, host))  # strategies/features.py: spec, preemption, sampling, aborts
 
 
 @st.composite
@@ -48,4 +50,5 @@ def sessions(draw, platform: Platform, max_layers: int = 8, max_steps: int = 6, 
     longer = step_scripts(max_steps, first.model.vocab_size, platform.has_sleep_mode, host, min_actions=max(1, max_steps // 2))
     scripts = draw(st.lists(longer,
                             min_size=max_cases - 1, max_size=max_cases - 1))
-    return [first] + [first.replace(steps=steps) for steps in scripts]
+    more = [draw(feature_steps(first.engine, first.model.vocab_size)) for _ in scripts]  # strategies/features.py
+    return [first] + [first.replace(steps=steps + extra) for steps, extra in zip(scripts, more)]

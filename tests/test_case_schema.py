@@ -40,7 +40,53 @@ BAD = [
     ("model: {}", "steps"),
     ("model: [unclosed", "yaml"),
     ("- just\n- a list", ""),
+    # the new dimensions (docs/dimensions.md)
+    ("model: {}\nengine: {speculative_config: {method: eagle}}\nsteps: [reset_prefix_cache]", "engine.speculative_config.method"),
+    ("model: {}\nengine: {speculative_config: ngram}\nsteps: [reset_prefix_cache]", "engine.speculative_config"),
+    ("model: {}\nengine: {speculative_config: {num_speculative_tokens: 8}}\nsteps: [reset_prefix_cache]", "engine.speculative_config.num_speculative_tokens"),
+    ("model: {}\nengine: {speculative_config: {num_speculative_tokens: 0}}\nsteps: [reset_prefix_cache]", "engine.speculative_config.num_speculative_tokens"),
+    ("model: {}\nengine: {speculative_config: {prompt_lookup_min: 0}}\nsteps: [reset_prefix_cache]", "engine.speculative_config.prompt_lookup_min"),
+    ("model: {}\nengine: {speculative_config: {prompt_lookup_min: 4, prompt_lookup_max: 2}}\nsteps: [reset_prefix_cache]", "engine.speculative_config.prompt_lookup_min"),
+    ("model: {}\nengine: {speculative_config: {method: draft_model, prompt_lookup_max: 2}}\nsteps: [reset_prefix_cache]", "engine.speculative_config.prompt_lookup_max"),
+    ("model: {}\nengine: {speculative_config: {method: ngram, draft: tiny}}\nsteps: [reset_prefix_cache]", "engine.speculative_config.draft"),
+    ("model: {}\nengine: {async_scheduling: sometimes}\nsteps: [reset_prefix_cache]", "engine.async_scheduling"),
+    ("model: {}\nengine: {num_gpu_blocks_override: 0}\nsteps: [reset_prefix_cache]", "engine.num_gpu_blocks_override"),
+    ("model: {}\nengine: {scheduling_policy: lifo}\nsteps: [reset_prefix_cache]", "engine.scheduling_policy"),
+    ("model: {}\nsteps: [{generate: {prompts: [[1]], temperature: -1}}]", "steps[0].generate.temperature"),
+    ("model: {}\nsteps: [{generate: {prompts: [[1]], temperature: hot}}]", "steps[0].generate.temperature"),
+    ("model: {}\nsteps: [{generate: {prompts: [[1]], seed: -3}}]", "steps[0].generate.seed"),
+    ("model: {}\nsteps: [{generate: {prompts: [[1]], n: 0}}]", "steps[0].generate.n"),
+    ("model: {}\nsteps: [{generate: {prompts: [[1]], prompt_logprobs: -1}}]", "steps[0].generate.prompt_logprobs"),
+    ("model: {}\nsteps: [{generate: {prompts: [[1]], priority: 1}}]", "steps[0].generate.priority"),
+    ("model: {}\nsteps: [{submit: {prompts: [[1]], advance: -1}}]", "steps[0].submit.advance"),
+    ("model: {}\nsteps: [{abort: {requests: [0]}}]", "steps[0].abort.requests[0]"),
+    ("model: {}\nsteps: [{submit: {prompts: [[1], [2]]}}, {abort: {requests: [1, 1]}}]", "steps[1].abort.requests[1]"),
+    ("model: {}\nsteps: [{submit: {prompts: [[1]]}}, {abort: {requests: [-1]}}]", "steps[1].abort.requests[0]"),
+    ("model: {}\nsteps: [{submit: {prompts: [[1]]}}, {abort: {requests: 0}}]", "steps[1].abort.requests"),
 ]
+
+
+NEW_DIMENSIONS = """
+model: {layers: [linear_attention, full_attention]}
+engine: {speculative_config: {method: ngram, num_speculative_tokens: 3, prompt_lookup_min: 1}, async_scheduling: true,
+         num_gpu_blocks_override: 8, scheduling_policy: priority}
+steps:
+  - submit: {prompts: [[1, 2, 3], [4, 5]], max_tokens: 4, advance: 2, priority: 1, temperature: 0.5, seed: 3, n: 2}
+  - abort: {requests: [1]}
+  - generate: {prompts: [[1, 2, 3]], prompt_logprobs: 2}
+oracle: {checks: [health, spec_decode, async_scheduling, preemption, seeded_sampling, n_samples, abort],
+         reference: {speculative_config: null, async_scheduling: false, num_gpu_blocks_override: null}}
+"""
+
+
+def test_new_dimensions_round_trip_stably():
+    case = load_case(NEW_DIMENSIONS)
+    once = dump_case(case)
+    assert load_case(once) == case and dump_case(load_case(once)) == once
+    assert case.engine.speculative_config.num_speculative_tokens == 3 and case.steps[0].advance == 2
+    ref = case.reference_case()
+    assert ref.engine.speculative_config is None and ref.engine.num_gpu_blocks_override is None
+    assert ref.steps[1].requests == [] and ref.steps[0] == case.steps[0]  # the abort check's reference aborts nothing
 
 
 def test_good_case_round_trips_stably():

