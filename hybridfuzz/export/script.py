@@ -12,8 +12,9 @@ import dataclasses
 import os
 from typing import Any
 
-from hybridfuzz.case import Case, engine_to_dict
+from hybridfuzz.case import STEP_NAMES, Case, Observation, engine_to_dict
 from hybridfuzz.export.inline import InlineError, inline_template, literal, template_text
+from hybridfuzz.export.signature_check import EXIT_TEXT, Expected, expected_of
 
 # What hybridfuzz's engine hosts set for engine processes, minus what only they need.
 SCRIPT_ENV = {
@@ -50,10 +51,28 @@ def _namespace(name: str, fields: dict[str, Any], indent: str = "    ") -> str:
     return f"{name}(\n{inner},\n{indent})"
 
 
+def latest_divergence(case: Case) -> Observation | None:
+    bad = [o for o in case.observed if o.verdict == "divergence"]
+    return bad[-1] if bad else None
+
+
+def expected_for(obs: Observation | None) -> Expected | None:
+    """The signature a reproducer checks: the observation's (the case's latest divergence by default)."""
+    if obs is None or not obs.signature:
+        return None
+    return expected_of(obs.signature, obs.summary, obs.oracle)
+
+
+def _expected_literal(expected: Expected | None) -> str:
+    return "None" if expected is None else _pretty(dataclasses.asdict(expected))
+
+
 def case_namespace(case: Case) -> str:
-    """Source of a SimpleNamespace holding what ``judge`` reads of a Case: model, engine, oracle, steps (the step
-    dataclasses themselves, copied from hybridfuzz.case)."""
-    steps = "[\n" + "".join(f"        {literal(s)},\n" for s in case.steps) + "    ]"
+    """Source of a SimpleNamespace holding what ``judge`` reads of a Case: model, engine, oracle, and the steps as
+    (kind, arguments) pairs, which the script makes into the step dataclasses copied from hybridfuzz.case (they are
+    defined at its end, after the data)."""
+    steps = "[\n" + "".join(f"        ({STEP_NAMES[type(s)]!r}, {literal({f.name: getattr(s, f.name) for f in dataclasses.fields(s)})}),\n"
+                            for s in case.steps) + "    ]"
     model = {f.name: getattr(case.model, f.name) for f in dataclasses.fields(case.model)}
     return ("SimpleNamespace(\n"
             f"    kind={case.kind!r},\n"
@@ -64,7 +83,7 @@ def case_namespace(case: Case) -> str:
             ")")
 
 
-def engine_script(case: Case, title: str) -> str:
+def engine_script(case: Case, title: str, expected: Expected | None) -> str:
     from hybridfuzz.executor import needs_reference
 
     from hybridfuzz.model import hf_config, tensor_plan
@@ -79,16 +98,21 @@ def engine_script(case: Case, title: str) -> str:
         ref_engine = _engine_kwargs(ref)
     data = "\n".join([
         f"TITLE = {title!r}",
-        f"ENV = {_pretty({**SCRIPT_ENV, **case.engine.env})}",
-        f"MODEL = {_pretty(model)}",
+        "# What counts as the bug: a divergence with this oracle and symptom (and exception type, place, message); exit 1 only then",
+        f"EXPECTED = {_expected_literal(expected)}",
+        "# vllm.LLM arguments per device kind (the model path is the tiny model's), and the reference run's if the case has one",
         f"ENGINE = {_pretty(_engine_kwargs(case.engine))}",
         f"REFERENCE_ENGINE = {_pretty(ref_engine)}",
         f"CASE = {case_namespace(case)}",
+        f"ENV = {_pretty(dict(case.engine.env))}  # the case's own, for the engine",
+        f"HARNESS_ENV = {_pretty(SCRIPT_ENV)}  # for a small engine; a value already set in your shell wins",
+        "# The tiny model: config.json, and each tensor's shape and initialisation (make_tensor, seeded by name)",
+        f"MODEL = {_pretty(model)}",
     ])
     return inline_template(template_text(ENGINE_TEMPLATE), data)
 
 
-def component_script(case: Case, title: str) -> str:
+def component_script(case: Case, title: str, expected: Expected | None) -> str:
     from hybridfuzz.components import PROPERTIES
     import importlib
 
@@ -100,16 +124,20 @@ def component_script(case: Case, title: str) -> str:
         f"TITLE = {title!r}",
         f"PROPERTY = {prop!r}",
         f"DESCRIPTION = {_pretty((module.__doc__ or '').strip())}",
+        f"EXPECTED = {_expected_literal(expected)}  # the bug's signature: exit 1 only for a divergence that matches it",
         f"CASE = SimpleNamespace(kind='component', component={_pretty(dict(case.component))})",
     ])
     return inline_template(template_text(COMPONENT_TEMPLATE), data, extra_roots=[("run", module.run)])
 
 
-def standalone_script(case: Case, title: str = "", case_name: str = "a hybridfuzz case", script_name: str = "repro.py") -> str:
-    """Python source that reproduces the case without hybridfuzz (exit 1 reproduced, 0 not, 2 cannot tell)."""
+def standalone_script(case: Case, title: str = "", case_name: str = "a hybridfuzz case", script_name: str = "repro.py",
+                      observation: Observation | None = None) -> str:
+    """Python source that reproduces the case without hybridfuzz (EXIT_TEXT). It checks the signature of
+    ``observation``, by default the case's latest divergence (none recorded: any divergence counts)."""
+    expected = expected_for(observation or latest_divergence(case))
     title = title or "hybridfuzz case"
-    text = component_script(case, title) if case.kind == "component" else engine_script(case, title)
+    text = component_script(case, title, expected) if case.kind == "component" else engine_script(case, title, expected)
     head = (f"# Reproducer: {title}\n# Generated by `hybridfuzz export` from {os.path.basename(case_name)}; "
-            f"run: python {script_name}   (exit 1: reproduced, 0: not reproduced, 2: cannot tell)\n")
+            f"run: python {script_name}   ({EXIT_TEXT})\n")
     first, rest = text.split("\n", 1)
     return f"{first}\n{head}{rest}" if first.startswith("#!") else head + text
