@@ -246,3 +246,27 @@ def test_supervisor_pins_workers_and_passes_their_size(tmp_path, monkeypatch):
     assert cmd[cmd.index("--tensor-parallel") + 1] == "2"
     other = sup._worker_cmd(1, until=0.0)
     assert other[other.index("--tensor-parallel") + 1] == "1"
+
+
+# ---------------------------------------------------------------- export
+
+def test_issue_names_the_gpu_count():
+    from hybridfuzz import export
+
+    body = export.issue_markdown(load_case(TP2), case_name="tp2.yaml")
+    assert "tensor_parallel_size=2 (2 GPUs)" in body.split("### 🐛 Describe the bug", 1)[1]
+
+
+def test_reproducer_without_two_gpus_did_not_run(tmp_path):
+    import subprocess
+    import sys
+
+    from hybridfuzz.export import standalone_script
+
+    script = standalone_script(load_case(TP2))
+    assert "\nGPUS = 2  " in script
+    path = tmp_path / "repro_tp2.py"
+    path.write_text(script)
+    out = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 3, out.stdout + out.stderr[-2000:]
+    assert out.stdout.splitlines()[-1] == "DID NOT RUN: needs 2 GPUs, found 0"

@@ -47,6 +47,8 @@ def describe_config(case: Case) -> str:
             parts.append(f"{name}={getattr(e, name)}")
     if e.enable_sleep_mode:
         parts.append("sleep mode")
+    if e.tensor_parallel_size > 1:
+        parts.append(f"tensor_parallel_size={e.tensor_parallel_size} ({e.tensor_parallel_size} GPUs)")
     parts += [f"{k}={v}" for k, v in e.extra.items()]
     return ", ".join(parts)
 

@@ -45,6 +45,7 @@ HARNESS_ENV: dict = {}  # hybridfuzz's settings for a small engine; a value alre
 MODEL: dict = {"config": {}, "plan": {}, "seed": 0, "dtype": "bfloat16"}  # the tiny model: config.json, tensor plan, seed
 ENGINE: dict = {"cpu": {}, "cuda": {}}  # vllm.LLM arguments per device kind, less the model path
 REFERENCE_ENGINE: dict | None = None  # the same for the reference run, when the case has one
+GPUS: int = 0  # GPUs the case needs (engine.tensor_parallel_size above 1); 0: any machine
 CASE = SimpleNamespace(steps=[], engine=SimpleNamespace(extra={}), oracle=SimpleNamespace(checks=["health"], reference={}))  # steps: (kind, arguments)
 # <<< hybridfuzz-data
 
@@ -69,6 +70,10 @@ def main(argv: list[str]) -> int:
     if "--build-only" in argv:
         print(model_dir)
         return 0
+    found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if found < GPUS:  # vLLM would try (and fail on a device it cannot see, or assert on CPU): not the bug
+        print(f"DID NOT RUN: needs {GPUS} GPUs, found {found}")
+        return DID_NOT_RUN
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
     print(f"vLLM {vllm.__version__}, torch {torch.__version__}, {device}; model {model_dir}")
     trace = run_isolated(ENGINE, model_dir)

@@ -103,6 +103,7 @@ def engine_script(case: Case, title: str, expected: Expected | None) -> str:
         "# vllm.LLM arguments per device kind (the model path is the tiny model's), and the reference run's if the case has one",
         f"ENGINE = {_pretty(_engine_kwargs(case.engine))}",
         f"REFERENCE_ENGINE = {_pretty(ref_engine)}",
+        f"GPUS = {case.engine.tensor_parallel_size if case.engine.tensor_parallel_size > 1 else 0}  # the case needs this many (tensor_parallel_size)",
         f"CASE = {case_namespace(case)}",
         f"ENV = {_pretty(dict(case.engine.env))}  # the case's own, for the engine",
         f"HARNESS_ENV = {_pretty(SCRIPT_ENV)}  # for a small engine; a value already set in your shell wins",
