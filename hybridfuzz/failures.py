@@ -38,7 +38,7 @@ _DEVICE_GONE = re.compile(DEVICE_GONE, re.IGNORECASE)
 
 
 def device_gone(info: ErrorInfo | None) -> bool:
-    """The shortage that does not pass: the process sees no device at all (a campaign stops on it, campaign/loop.py)."""
+    """The shortage that does not pass: the process sees no device at all (a campaign stops on it, campaign/counting.py host_lost)."""
     return info is not None and _DEVICE_GONE.search(info.message) is not None
 
 

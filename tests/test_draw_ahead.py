@@ -1,4 +1,4 @@
-"""Background-shrinking loops (the GPU default) run sessions Hypothesis drew ahead (campaign/loop.py draw_ahead)."""
+"""Background-shrinking loops (the GPU default) run sessions Hypothesis drew ahead (campaign/pacing.py draw_ahead)."""
 from hybridfuzz import sleepwake
 from hybridfuzz.campaign.loop import DRAW_AHEAD, batch_sessions, draw_ahead, draw_ahead_sessions
 from hybridfuzz.strategies.case import sessions

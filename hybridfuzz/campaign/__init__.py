@@ -2,8 +2,9 @@
 example database and one findings directory, a signature claimed so that a bug is shrunk and
 reported once.
 
-Modules: ``loop`` (FuzzLoop), ``records`` (CaseEvent, RunSummary, FindingState, iter_events),
-``config`` (what a worker is given), ``claims``, ``database`` (shared Hypothesis examples),
+Modules: ``loop`` (FuzzLoop) and its parts, ``pacing``, ``confirm``, ``filing``, ``shrinking`` and
+``counting`` (Stats); ``background`` (the background shrinker), ``records`` (CaseEvent, RunSummary, FindingState, iter_events),
+``config`` (what a worker and a loop are given), ``claims``, ``database`` (shared Hypothesis examples),
 ``state`` (finding states, in files and Redis), ``worker``, ``stats``, ``supervisor``.
 
 Layout of a campaign directory DIR::

@@ -1,9 +1,16 @@
 """What a campaign hands each worker: one dataclass, read by the supervisor (to build the
-worker's argv) and by the worker, so the two cannot drift."""
+worker's argv) and by the worker, so the two cannot drift; and what a worker (or ``fuzz``) hands
+its fuzz loop (``FuzzConfig``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Callable, Literal
+
+if TYPE_CHECKING:
+    from hybridfuzz.campaign.records import FindingState
+    from hybridfuzz.campaign.slots import ShrinkSlots
+    from hybridfuzz.case import Case
+    from hybridfuzz.triage.ledger import Ledger
 
 Shrink = Literal["inline", "background"]
 
@@ -101,3 +108,38 @@ class WorkerSettings:
         if self.shrink_slots:
             cmd += ["--shrink-slots", str(self.shrink_slots)]
         return cmd + self.narrowing.argv() + self.use.argv()
+
+
+@dataclass
+class FuzzConfig:
+    """What one fuzz loop (campaign/loop.py) is given."""
+
+    budget_s: float
+    out_dir: str
+    findings_dir: str
+    seed: int = 0
+    timeout_s: float = 300.0
+    known_dirs: tuple[str, ...] = ()
+    database: object | None = None  # a Hypothesis ExampleDatabase; default: OUT/hypothesis-db
+    max_layers: int = 8
+    max_steps: int = 6
+    # Campaign hooks (hybridfuzz/campaign/worker.py): claim(sig) says whether this worker may write and
+    # shrink a new signature (False: another worker has it); known_fn() gives the signatures known
+    # now, read at start and again at each run's start instead of every case under findings_dir;
+    # on_state(sig, state, path, case) hears every finding written (open) and finished (replayed, flaky).
+    claim: Callable[[str], bool] | None = None
+    taken: Callable[[str], bool] | None = None  # True: another worker has (or finished) this signature
+    known_fn: Callable[[], set[str]] | None = None
+    on_state: Callable[[str, FindingState, str, Case], None] | None = None
+    # Persistent mode: at most this many cases per engine start (1: a fresh engine per case).
+    cases_per_engine: int = 1
+    shrink: Shrink = "inline"
+    shrink_parallel: int = 2  # background: engines at once for the shrinker
+    # background: per finding. 150 s, not 300: in the 12-minute 0.33.0 campaign of 2026-12-04 two slots of 300 s
+    # shrank 3 of 28 findings, while a block shrink (triage/shrink.py) took a 15-step finding to 2 steps in 139 s; a shrink
+    # cut short is still replayed, and `hybridfuzz shrink` finishes it later (results/2026-12-04-h200-vllm0.33.0-mend-replays-campaign/)
+    shrink_budget_s: float = 150.0
+    engine_slots: int = 1  # engines at once on the host (for the busy fraction)
+    memory_dir: str | None = None  # outcome memory (campaign/outcomes.py), shared by a campaign's workers
+    ledger: Ledger | None = None  # the bug ledger (corpus/bugs.yaml): a finding of a bug in it is a member, not shrunk
+    shrink_slots: ShrinkSlots | None = None  # background: shrinks at once, shared by all workers of the host (None: no limit)

@@ -175,14 +175,14 @@ class RunSummary:
     seed: int
     not_replayed: int = 0
     finding_list: list[FoundRecord] = field(default_factory=list)
-    met_while_shrinking: list[FoundRecord] = field(default_factory=list)  # written unshrunk, not replayed (campaign/loop.py Stats)
+    met_while_shrinking: list[FoundRecord] = field(default_factory=list)  # written unshrunk, not replayed (campaign/counting.py Stats)
     known_class: list[FoundRecord] = field(default_factory=list)  # of KV-dtype classes filed before: written, not shrunk
     known_bug: list[FoundRecord] = field(default_factory=list)  # members of ledger bugs (``like`` is the bug id): written, not shrunk
     shrink_share: float = 0.0  # of the wall time, the share spent shrinking
     fault_injected: str = ""
     interrupted: bool = False
-    host_lost: bool = False  # stopped early: its engines saw no device (campaign/loop.py FuzzLoop._watch_host)
-    # Throughput (campaign/loop.py throughput): steps, fresh engine starts, per-minute rates, busy engines.
+    host_lost: bool = False  # stopped early: its engines saw no device (campaign/counting.py host_lost)
+    # Throughput (campaign/counting.py throughput): steps, fresh engine starts, per-minute rates, busy engines.
     steps: int = 0
     engine_starts: int = 0
     cases_per_min: float = 0.0
@@ -208,7 +208,7 @@ class RunSummary:
     refusals_predicted: int = 0  # sessions the outcome memory foresaw refused (campaign/outcomes.py): no engine started, not in cases
     known_avoided: int = 0  # cases left out: a bug already found was foreseen to stop their engine (campaign/outcomes.py)
     sleep_checks_finished: int = 0  # sleeps whose memory check other engines disturbed, finished by the host (engines/offline.py)
-    engine_ends: dict[str, int] = field(default_factory=dict)  # warm engines given up before their session's end, by why (campaign/loop.py)
+    engine_ends: dict[str, int] = field(default_factory=dict)  # warm engines given up before their session's end, by why (campaign/counting.py count_engine_ends)
     noise_set_aside: dict[str, int] = field(default_factory=dict)  # passing cases whose differing pairs a control or BATCH_SCALES called noise, by which
     cases_per_engine: int = 1
     shrink: str = "inline"

@@ -22,7 +22,7 @@ def _json_or_empty(path: str) -> dict:
         return {}
 
 
-CPU_KEYS = ("engine_cpu_s", "startup_cpu_s", "worker_cpu_s")  # a worker's RunSummary (campaign/loop.py throughput)
+CPU_KEYS = ("engine_cpu_s", "startup_cpu_s", "worker_cpu_s")  # a worker's RunSummary (campaign/counting.py throughput)
 
 
 def cpu_use(workers: dict[str, dict], meta: dict, spent_s: float) -> dict:

@@ -135,12 +135,12 @@ def run(args) -> int:
         for f in met:
             say(f"  [open] {f.signature}: {f.path}\n    {f.summary}")
         say(f"shrink and replay them: hybridfuzz shrink {' '.join(f.path for f in met)}")
-    if known:  # a KV-dtype class filed before, and the case passed with the auto KV cache (campaign/loop.py _of_known_class)
+    if known:  # a KV-dtype class filed before, and the case passed with the auto KV cache (campaign/filing.py KnownFiling.of_known_class)
         say(f"{len(known)} more new signatures of KV-dtype classes filed before (each passed with kv_cache_dtype auto), "
             "written as found, not shrunk:")
         for f in known:
             say(f"  [known-class] {f.signature}: {f.path}\n    like {f.like}")
-    for f in summary.known_bug:  # a ledger bug met again (campaign/loop.py _of_ledger_bug): a member, not shrunk
+    for f in summary.known_bug:  # a ledger bug met again (campaign/filing.py KnownFiling.of_ledger_bug): a member, not shrunk
         say(f"  [known-bug {f.like}] {f.signature}: {f.path}")
     if lost := host_lost_line(int(summary.host_lost), 1):
         say(lost)

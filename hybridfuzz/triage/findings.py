@@ -100,7 +100,7 @@ class KvClass:
     kinds the corpus already filed on another family, each shrunk or left to shrink (results/2026-12-04-cpu-vllm0.32.0-amx-readme-fuzz/);
     with classes the same command left 9 to shrink and filed 13 as known (results/2026-12-05-cpu-vllm0.32.0-kv-dtype-classes/). A finding belongs
     to a known class only when its case passes with the KV dtype set back to auto (the loop's control run,
-    campaign/loop.py ``FuzzLoop._of_known_class``), so the KV path shared by every family is the cause. The release
+    campaign/filing.py ``KnownFiling.of_known_class``), so the KV path shared by every family is the cause. The release
     is part of the class: a class filed on 0.33.0 says nothing of 0.26.0."""
 
     kv_cache_dtype: str
@@ -159,7 +159,7 @@ def of_filed_class(case: Case, verdict, vllm: str, device: str, classes: dict[Kv
                    passes: Callable[[Case], bool]) -> str | None:
     """The case file of the filed KV-dtype class this divergence belongs to, with its control (``auto_kv_control``),
     where one is needed, passing by ``passes`` (a run on a fresh engine); None otherwise. The one rule of both
-    ``hybridfuzz fuzz`` (campaign/loop.py ``FuzzLoop._of_known_class``) and ``pytest fuzz/``."""
+    ``hybridfuzz fuzz`` (campaign/filing.py ``KnownFiling.of_known_class``) and ``pytest fuzz/``."""
     like = filed_class(case, verdict, vllm, device, classes)
     if like is None:
         return None
