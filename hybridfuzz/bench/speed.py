@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, ResetPrefixCache, Sleep, WakeUp
+from hybridfuzz.engines.base import Host
 from hybridfuzz.executor import evaluate
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
 
@@ -134,7 +135,7 @@ class PathResult:
                 "verdicts": self.verdicts}
 
 
-def run_path(name: str, host, cases: list[Case], repeat: int, parallel: bool = False) -> PathResult:
+def run_path(name: str, host: Host, cases: list[Case], repeat: int, parallel: bool = False) -> PathResult:
     res = PathResult(name)
     with PeakRSS() as mem:
         t0 = time.perf_counter()

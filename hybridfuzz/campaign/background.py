@@ -28,6 +28,7 @@ from typing import Callable
 
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.case import Case, dump_case, load_case_file
+from hybridfuzz.engines.base import Host
 from hybridfuzz.store import write_atomic
 
 
@@ -108,7 +109,7 @@ class JobQueue:
 
 
 class BackgroundShrinker:
-    def __init__(self, make_host: Callable[[], object], parallel: int, budget_s: float, timeout_s: float,
+    def __init__(self, make_host: Callable[[], Host], parallel: int, budget_s: float, timeout_s: float,
                  on_done: Callable[[ShrinkOutcome], None], log: Callable[[str], None] = lambda line: None,
                  slots: ShrinkSlots | None = None):
         self._make_host = make_host
@@ -157,7 +158,7 @@ class BackgroundShrinker:
         finally:
             host.close()
 
-    def _shrink(self, job: ShrinkJob, host) -> None:
+    def _shrink(self, job: ShrinkJob, host: Host) -> None:
         from hybridfuzz.case import device_kind
         from hybridfuzz.executor import replay
         from hybridfuzz.triage.findings import replayed

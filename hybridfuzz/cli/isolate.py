@@ -7,6 +7,7 @@ import time
 
 from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import FOUND, OK, UsageError
+from hybridfuzz.engines.base import Host
 
 NAME = "isolate"
 HELP = "flip each setting of a (shrunk) finding to its neutral value on fresh engines and print which flips make it pass (its cause set)"
@@ -42,7 +43,7 @@ def _finding(path: str):
     return case, recorded
 
 
-def shows_finding(case, recorded: list[str], host, timeout: float, budget_s: float, tries: int | None, say):
+def shows_finding(case, recorded: list[str], host: Host, timeout: float, budget_s: float, tries: int | None, say):
     """The case itself on fresh engines until it shows one of its ``recorded`` signatures, as many runs as their rates
     need: a case that does not fail here would make every flip look like a cause. (The run that showed one or None,
     the runs a flip gets, the runs made.) What it shows is the target: turboquant-k8v4-nan-cpu.yaml records its

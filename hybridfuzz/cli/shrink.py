@@ -7,6 +7,7 @@ import sys
 
 from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, USAGE, UsageError
+from hybridfuzz.engines.base import Host
 
 NAME = "shrink"
 HELP = "shrink a failing YAML case to a minimal one with the same signature, then isolate its cause set (exit 0 when written)"
@@ -264,7 +265,7 @@ def _write_minimal(out: str, target: str, result, confirm, first, env: dict, say
     return same
 
 
-def _isolate_minimal(args, out: str, target: str, host, left: float, parallel: int, tries: int, alone: bool, say):
+def _isolate_minimal(args, out: str, target: str, host: Host, left: float, parallel: int, tries: int, alone: bool, say):
     """Cause isolation (``hybridfuzz isolate``) of the minimal case just written and replayed, on the same host, within
     what is left of --budget, with the shrink's runs a variant; its cause set goes into ``out``. None without budget."""
     from hybridfuzz.case import dump_case, load_case_file

@@ -20,6 +20,7 @@ from typing import Any, Callable, Literal
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import STEP_NAMES, Case, EngineConfig, Generate, Sleep, Submit, WakeUp, device_kind
+from hybridfuzz.engines.base import Host
 from hybridfuzz.model import FAMILIES
 from hybridfuzz.oracles.health import unjudged
 from hybridfuzz.oracles.verdict import Verdict
@@ -322,7 +323,7 @@ def tries_for(case: Case, signature: str, env: dict, seen: Sequence[str] = ()) -
 Judge = Callable[[list[Case]], tuple[list[Verdict], int]]
 
 
-def isolate(case: Case, signature: str, host, budget_s: float, parallel: int, tries: int, timeout: float | None = None,
+def isolate(case: Case, signature: str, host: Host, budget_s: float, parallel: int, tries: int, timeout: float | None = None,
             alone: bool = False, log: Callable[[str], None] = print, judge: Judge | None = None,
             refuses: Callable[[str], str] = family_refusal) -> Isolation:
     """Run every flip of ``case`` on fresh engines (``parallel`` at a time, evaluate_batch as the shrinker judges)

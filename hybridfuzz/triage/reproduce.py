@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hybridfuzz.case import Case, DeviceKind, Observation, device_kind
+from hybridfuzz.engines.base import Host
 
 MISS_PROBABILITY = 0.01  # a recorded flaky finding may go unseen in the check's runs at most this often
 MAX_RUNS = 6
@@ -134,7 +135,7 @@ def rate_text(obs: Observation) -> str:
     return text
 
 
-def reproduce(case: Case, host, runs: int, timeout: float | None = None) -> tuple[Observation, list]:
+def reproduce(case: Case, host: Host, runs: int, timeout: float | None = None) -> tuple[Observation, list]:
     """Run the case ``runs`` times, each on a fresh engine (a component case once: it is deterministic)."""
     from hybridfuzz.executor import replay
 

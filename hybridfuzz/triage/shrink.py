@@ -35,6 +35,7 @@ from typing import Callable, Iterator
 
 from hybridfuzz import sleepwake
 from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
+from hybridfuzz.engines.base import Host
 from hybridfuzz.executor import evaluate_sessions, interfered
 from hybridfuzz.model import ModelSpec
 from hybridfuzz.oracles.health import device_fault_target, unjudged
@@ -271,7 +272,7 @@ class ShrinkResult:
     tries: int = 1  # fresh runs a variant got before it counted as not failing
 
 
-def evaluate_batch(cases: list[Case], host, timeout: float | None, alone: bool = False) -> tuple[list[Verdict], int]:
+def evaluate_batch(cases: list[Case], host: Host, timeout: float | None, alone: bool = False) -> tuple[list[Verdict], int]:
     """Judge variants as the executor judges any case, each on its own fresh engine, all at once: its reference
     (unless ``alone``) and its controls included (judged without controls, a shrink of an LFM2 finding on
     2026-12-01 kept variants that replayed as PASS). A variant whose run our harness spoiled (executor.interfered) is
@@ -293,7 +294,7 @@ def _first_hit(chunk: list, verdicts: list[Verdict], signature: str):
     return next(((i, why, c, v) for (i, why, c), v in zip(chunk, verdicts) if v.signature == signature), None)
 
 
-def shrink(case: Case, signature: str, host, budget_s: float, parallel: int, timeout: float | None = None,
+def shrink(case: Case, signature: str, host: Host, budget_s: float, parallel: int, timeout: float | None = None,
            on_smaller: Callable[[Case, Verdict, str], None] = lambda c, v, why: None,
            log: Callable[[str], None] = print, alone: bool = False,
            judge: Callable[[list[Case]], tuple[list[Verdict], int]] | None = None, tries: int = 1) -> ShrinkResult:
