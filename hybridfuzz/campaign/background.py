@@ -27,9 +27,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 from hybridfuzz.campaign.slots import ShrinkSlots
-from hybridfuzz.case import Case, dump_case, load_case_file
+from hybridfuzz.case import Case, device_kind, dump_case, load_case_file
 from hybridfuzz.engines.base import Host
+from hybridfuzz.executor import replay
+from hybridfuzz.oracles.health import decided_alone, startup_timeout
 from hybridfuzz.store import write_atomic
+from hybridfuzz.triage.findings import replayed
+from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
+from hybridfuzz.triage.shrink import shrink
 
 
 @dataclass(frozen=True)
@@ -159,13 +164,6 @@ class BackgroundShrinker:
             host.close()
 
     def _shrink(self, job: ShrinkJob, host: Host) -> None:
-        from hybridfuzz.case import device_kind
-        from hybridfuzz.executor import replay
-        from hybridfuzz.triage.findings import replayed
-        from hybridfuzz.triage.reproduce import recorded_rate, shrink_tries
-        from hybridfuzz.triage.shrink import shrink
-        from hybridfuzz.oracles.health import decided_alone, startup_timeout
-
         t0 = time.time()
         case = load_case_file(job.path)
         observed = case.observed

@@ -11,6 +11,7 @@ signature takes it over.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import socket
@@ -19,7 +20,7 @@ import time
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.case import DeviceKind
 from hybridfuzz.store import write_atomic
-from hybridfuzz.triage.findings import filename
+from hybridfuzz.triage.findings import filename, known_signatures
 
 STALE_AFTER_S = 120.0
 HOST = socket.gethostname()
@@ -43,7 +44,6 @@ def pid_alive(pid: int) -> bool:
 def done_signatures(store: FindingStore, *known_dirs: str, on: DeviceKind | None = None) -> set[str]:
     """Known now: the campaign's finished findings (an open one is not known yet: it may be
     resumed), plus every case under known_dirs seen on this kind of device (``known_signatures``)."""
-    from hybridfuzz.triage.findings import known_signatures
 
     return {sig for sig, rec in store.all().items() if rec.state.done} | known_signatures(*known_dirs, on=on)
 
@@ -143,7 +143,6 @@ class FileClaims(Claims):
 
     @contextlib.contextmanager
     def _lock(self):
-        import fcntl
 
         with open(os.path.join(self.dir, ".lock"), "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)

@@ -14,8 +14,9 @@ import time
 from dataclasses import asdict, dataclass
 
 from hybridfuzz.campaign.records import FindingState
+from hybridfuzz.case import dump_case
 from hybridfuzz.store import write_atomic
-from hybridfuzz.triage.findings import filename
+from hybridfuzz.triage.findings import case_size, filename
 
 REDIS_PREFIX = "hybridfuzz:finding:"
 REDIS_INDEX = "hybridfuzz:findings"
@@ -50,8 +51,6 @@ class FindingStore:
         return os.path.join(self.dir, filename(sig)[: -len(".yaml")] + ".json")
 
     def set(self, sig: str, state: FindingState, path: str, case) -> FindingRecord:
-        from hybridfuzz.case import dump_case
-        from hybridfuzz.triage.findings import case_size
 
         obs = case.observed[-1] if case.observed else None
         rec = FindingRecord(sig, state, path, socket.gethostname(), obs.summary if obs else "", list(case_size(case)), time.time())

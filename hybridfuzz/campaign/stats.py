@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter, defaultdict
+from statistics import median
 
 from hybridfuzz.campaign.records import CaseEvent, FindingState, iter_events
 from hybridfuzz.campaign.state import FindingStore
@@ -82,7 +83,6 @@ def worker_stats(wdir: str, events: list[CaseEvent]) -> dict:
 def space_and_pace(events: list[CaseEvent]) -> dict:
     """What was drawn (families, graph modes, model memory) and what it cost; the rate once the first case ended
     (a fresh GPU host spends its first minutes in Triton JIT, which no setting avoids)."""
-    from statistics import median
 
     families: dict[str, int] = defaultdict(int)
     graphs: dict[str, int] = defaultdict(int)

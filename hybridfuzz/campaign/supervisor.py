@@ -12,12 +12,13 @@ import sys
 import time
 from typing import Callable, Literal
 
-from hybridfuzz.campaign import placement
+from hybridfuzz.campaign import capacity, placement
 from hybridfuzz.campaign.capacity import busy_cores, host_cpu_jiffies
 from hybridfuzz.campaign.config import WorkerSettings
 from hybridfuzz.campaign.stats import aggregate, findings_list, load_meta
 from hybridfuzz.campaign.worker import make_store
 from hybridfuzz.store import write_atomic
+from hybridfuzz.triage import shared_features
 
 Engine = Literal["cpu", "gpu"]
 
@@ -55,8 +56,6 @@ class CampaignSupervisor:
         if engine == "gpu":
             # Fill the GPU: engines per GPU from its free memory and the measured footprint, capped by
             # the cores engine start-up is bound on; each worker runs a session and its reference.
-            from hybridfuzz.campaign import capacity
-
             self.plan = capacity.detect()
             # TP=2 workers on GPU pairs, the others on single GPUs (campaign/placement.py)
             self.placements = placement.place(gpus, max(1, self.plan.workers_per_gpu))
@@ -247,8 +246,6 @@ class CampaignSupervisor:
         self._save_meta(meta)
         summary = aggregate(self.dir, meta, self.store)
         summary["interrupted"] = self.interrupted
-        from hybridfuzz.triage import shared_features
-
         summary["shared_features"] = shared_features.summary(self.dir)
         write_atomic(os.path.join(self.dir, "summary.json"), json.dumps(summary, indent=2))
         return summary

@@ -17,13 +17,15 @@ import sys
 import threading
 import time
 
+from hybridfuzz import vllm_facts
 from hybridfuzz.campaign.claims import HOST, Claims, FileClaims, RedisClaims, done_signatures
-from hybridfuzz.campaign.config import WorkerSettings
+from hybridfuzz.campaign.config import FuzzConfig, WorkerSettings
 from hybridfuzz.campaign.database import KeepOthersDatabase, make_database, redis_client
 from hybridfuzz.campaign.placement import pinned
 from hybridfuzz.campaign.slots import ShrinkSlots
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.case import device_kind
+from hybridfuzz.hosts import make_host
 from hybridfuzz.store import write_atomic
 from hybridfuzz.triage.ledger import ledger_of
 
@@ -49,7 +51,6 @@ def load_platform(platform_file: str):
     """The platform the supervisor detected once for all workers (campaign/supervisor.py), its vLLM facts adopted
     (this process then draws and checks cases without importing vLLM); ValueError, naming the file, when it holds
     no platform."""
-    from hybridfuzz import vllm_facts
     from hybridfuzz.strategies.platform import Platform
 
     with open(platform_file) as f:
@@ -72,8 +73,7 @@ def run_worker(campaign_dir: str, index: int, until: float, seed: int, settings:
     Its fork server is launched first, so that the server's import of torch and vLLM overlaps whatever the worker
     does before its first session: on the H200 of 2026-12-02 (results/2026-12-02-h200-vllm0.32.0-48-cases-per-engine/) twelve workers, each
     importing vLLM to detect the platform before launching its server, took 63-81 s to get that far."""
-    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
-    from hybridfuzz.hosts import make_host
+    from hybridfuzz.campaign.loop import FuzzLoop  # imports Hypothesis: not at the supervisor's import of this module
 
     out = os.path.join(campaign_dir, "workers", str(index))
     findings = os.path.join(campaign_dir, "findings")
