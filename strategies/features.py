@@ -176,6 +176,8 @@ def with_new_dimensions(draw, case: Case, platform: Platform, host: sleepwake.Ho
         steps = draw(flight_scripts(draw(prompt_pools(case.model.vocab_size)), platform, policy))
         checks.append("abort")
     else:
+        if host is not sleepwake.OFFLINE:  # the server host builds no draft model (engines/server.py not_served)
+            platform = dataclasses.replace(platform, spec_methods=tuple(m for m in platform.spec_methods if m.startswith("ngram")))
         feature = draw(st.sampled_from(engine_features(platform)))
     if feature == "spec":
         engine = dataclasses.replace(engine, speculative_config=draw(speculative_configs(platform)))
@@ -187,7 +189,8 @@ def with_new_dimensions(draw, case: Case, platform: Platform, host: sleepwake.Ho
         engine = dataclasses.replace(engine, async_scheduling=True)
         checks.append("async_scheduling")
     steps += draw(feature_steps(engine, case.model.vocab_size))
-    steps = draw(with_sampling(steps, platform))
+    if host is sleepwake.OFFLINE:  # the server host's requests are greedy completions (engines/server.py not_served)
+        steps = draw(with_sampling(steps, platform))
     reference = {**feature_off(engine)} if feature else dict(case.oracle.reference)
     oracle = OracleSpec(checks=checks, reference=reference)
     return case.replace(engine=engine, steps=steps, oracle=oracle)

@@ -329,3 +329,20 @@ def test_mtp_is_refused_before_the_engine_starts():
         with_draft({"speculative_config": {"method": "mtp", "num_speculative_tokens": 1}}, MODEL)
     assert with_draft({"speculative_config": {"method": "ngram"}}, MODEL) == {"speculative_config": {"method": "ngram"}}
     assert draft_spec(MODEL).vocab_size == MODEL.vocab_size and draft_spec(MODEL).layers == (FULL,)
+
+
+def test_the_server_host_refuses_what_it_does_not_run_and_is_never_drawn_it():
+    from hybridfuzz import sleepwake
+    from hybridfuzz.engines.server import not_served
+
+    assert "not supported by the server host" in not_served(abort_case())
+    assert "abort" in not_served(Case(MODEL, [Submit([PROMPT]), Abort(requests=[0])]))
+    assert "sampling" in not_served(Case(MODEL, [Generate([PROMPT], temperature=1.0, seed=1)]))
+    assert not_served(spec_case()) == ""  # ngram passes through `vllm serve --speculative-config`
+
+    @settings(max_examples=100, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(cases(CPU, max_layers=2, max_steps=4, host=sleepwake.SERVER))
+    def drawn(case):
+        assert not_served(case) == "", not_served(case)
+
+    drawn()

@@ -90,6 +90,25 @@ def server_args(case: Case, model_dir: str, port: int, device: str = "cpu") -> l
     return args
 
 
+def not_served(case: Case) -> str:
+    """What of the new dimensions (docs/dimensions.md) this host does not run, in words ("" when it runs the case):
+    its requests are greedy completions, it has no abort step and no ``advance``, and it builds no draft model."""
+    from hybridfuzz.case import Abort
+
+    for i, step in enumerate(case.steps):
+        if isinstance(step, Abort):
+            return f"step {i}: abort is not supported by the server host; use the offline host"
+        if isinstance(step, (Generate, Submit)) and (step.temperature or step.seed is not None or step.n != 1
+                                                     or step.prompt_logprobs is not None or step.priority):
+            return f"step {i}: sampling fields and priority are not supported by the server host; use the offline host"
+        if isinstance(step, Submit) and step.advance:
+            return f"step {i}: submit.advance is not supported by the server host; use the offline host"
+    spec = case.engine.speculative_config
+    if spec is not None and spec.method in ("draft_model", "mtp"):
+        return f"speculative method {spec.method} is not supported by the server host; use the offline host"
+    return ""
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -257,6 +276,11 @@ class ServerHost(SequentialHost):
         why = tensor_parallel.refusal(case, tensor_parallel.gpu_count(self._device_kind()))
         if why:  # as the offline host does (engines/offline.py _startup): a refusal before `vllm serve` starts
             trace.error = tensor_parallel.refused(why)
+            trace.outcome = classify(trace.error, "config")
+            return trace
+        why = not_served(case)
+        if why:
+            trace.error = ErrorInfo("NotImplementedError", why)
             trace.outcome = classify(trace.error, "config")
             return trace
         try:

@@ -24,8 +24,10 @@ ABORTED = "abort"  # vLLM's finish_reason of an aborted request
 
 def sampling_params(step: Generate | Submit, cumulative: bool = False):
     """vLLM's SamplingParams of a generate or submit step: greedy unless temperature > 0; every request runs to
-    max_tokens (ignore_eos), so repeats and references compare whole outputs."""
+    max_tokens (ignore_eos), so repeats and references compare whole outputs. Final outputs only (what LLM.generate
+    asks for: a request with n > 1 then comes back as one output holding every sample), unless ``cumulative``."""
     from vllm import SamplingParams
+    from vllm.sampling_params import RequestOutputKind
 
     kw: dict[str, Any] = dict(temperature=step.temperature, max_tokens=step.max_tokens, logprobs=step.logprobs, ignore_eos=True)
     if step.seed is not None:
@@ -34,10 +36,7 @@ def sampling_params(step: Generate | Submit, cumulative: bool = False):
         kw["n"] = step.n
     if step.prompt_logprobs is not None:
         kw["prompt_logprobs"] = step.prompt_logprobs
-    if cumulative:
-        from vllm.sampling_params import RequestOutputKind
-
-        kw["output_kind"] = RequestOutputKind.CUMULATIVE
+    kw["output_kind"] = RequestOutputKind.CUMULATIVE if cumulative else RequestOutputKind.FINAL_ONLY
     return SamplingParams(**kw)
 
 
