@@ -465,3 +465,21 @@ def test_script_did_not_run_in_a_broken_environment(tmp_path):
     assert out.returncode == 3, out.stdout + out.stderr[-3000:]
     line = verdict_line(out.stdout)
     assert line.startswith("DID NOT RUN: ") and "ModuleNotFoundError" in line and "vllm.v1" in line
+
+
+def test_script_names_a_crash_as_hybridfuzz_does(tmp_path):
+    """An engine process that dies by a signal in its first generate: the script's progress file and hybridfuzz's own
+    rebuild name the signal and the step, so the AMX SIGILL recorded by hybridfuzz's hosts is the same signature here
+    (the old script said "Crash: engine process died with signal 4" at start-up, another signature)."""
+    case = load_case_file(os.path.join(ROOT, "corpus", "found", "amx-attention-sigill-fresh-process-cpu.yaml"))
+    mod = load_script(export.standalone_script(case))
+    progress = tmp_path / "progress.jsonl"
+    writer = mod.ProgressWriter(str(progress))
+    writer({"event": "started", "trace": mod.Trace(env={"device": "cpu"}).to_dict()})
+    writer({"event": "step_begin", "case": 0, "step": 0, "kind": "generate"})
+    outcome, error = mod._death(mod.wait_status(-4))  # multiprocessing's exit code of a death by SIGILL
+    trace = mod.rebuild(mod._events(str(progress)), outcome, error)[-1]
+    verdict = mod.judge(mod.CASE, trace, None)
+    assert verdict.summary == "case crash at step 0 (generate): SIGILL: engine process died by signal SIGILL (step 0 (generate))"
+    assert verdict.signature == "health:crash:SIGILL:b5737524" == mod.EXPECTED["signature"]
+    assert mod.decide(mod.Expected(**mod.EXPECTED), verdict).exit_code == 1

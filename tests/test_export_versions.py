@@ -70,7 +70,7 @@ def test_one_issue_per_bug_in_the_ledgers_words_with_a_short_snippet_first(tmp_p
     compile(snippet, "snippet", "exec")
     assert "kv_cache_dtype='turboquant_k8v4'" in snippet and "generate([[3]], max_tokens=6, logprobs=20)" in snippet
     assert "assert all(math.isfinite(x) for x in logprobs)" in snippet and "--build-only --keep ./tiny-model" in snippet.splitlines()[0]
-    assert body.index(snippet) < body.index("<summary>repro_cpu_turboquant_nan.py</summary>")
+    assert body.index(snippet) < body.index("<summary>The full reproducer: repro_cpu_turboquant_nan.py</summary>")
     script = export.script_of(body)
     # the script checks the bug's symptom (NaN), not the SIGILL the same case once gave on an AMX CPU
     assert "EXPECTED = {'signature': 'health:nonfinite:8abdf458'" in script

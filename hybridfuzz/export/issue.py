@@ -134,13 +134,22 @@ def _expected(case: Case) -> list[str]:
         return [f"- **{case.component.get('property')}**: {first}"]
     out = []
     for c in case.oracle.checks:
-        text = EXPECTED[c]
+        text = EXPECTED.get(c) or _oracle_doc(c)
         if c == "reference":
             ref = ", ".join(f"{k}={v}" for k, v in case.oracle.reference.items())
             tol = reference_tolerance(case.engine.kv_cache_dtype)
             text = text.format(ref=ref, margin=tol.flip_margin, drift=tol.drift, overlap=tol.min_topk_overlap)
         out.append(f"- **{c}**: {text}")
     return out
+
+
+def _oracle_doc(check: str) -> str:
+    """What a check expects, in its oracle module's own first sentence (the checks added with their own modules)."""
+    try:
+        doc = importlib.import_module(f"hybridfuzz.oracles.{check}").__doc__ or ""
+    except ImportError:
+        doc = ""
+    return doc.strip().split("\n\n")[0].replace("\n", " ") or f"the {check} check passes"
 
 
 def default_script_name(case_name: str) -> str:
@@ -177,8 +186,6 @@ def _observed(obs: Observation) -> list[str]:
     if obs.signature:
         lines += [f"Signature: `{obs.signature}`", ""]
     return lines
-
-
 
 
 def _seen_device(obs: Observation) -> str:
@@ -253,22 +260,27 @@ def _snippet(report: Report, script_name: str) -> list[str]:
     kind = report.device if report.device != "any" else (device_kind(obs.device) if obs else "cpu")
     device = "cuda" if kind == "gpu" else "cpu"
     kw = offline.engine_kwargs(case.engine, model_dir="", device=device)
-    del kw["model"]
+    ref = offline.engine_kwargs(case.reference_case().engine, model_dir="", device=device)
+    del kw["model"], ref["model"]
+    override = {k: ref.get(k) for k in [*kw, *(k for k in ref if k not in kw)] if ref.get(k) != kw.get(k)}
     failure = failure_of(expected_for(obs), obs.summary, obs.vllm, _seen_device(obs)) if obs else ("", -1)
-    text = engine_snippet(case, kw, {**SCRIPT_ENV, **case.engine.env}, expected_for(obs), script_name, failure)
+    text = engine_snippet(case, kw, {**SCRIPT_ENV, **case.engine.env}, expected_for(obs), script_name, failure, override)
     return ["The case in plain vLLM (the full script below builds the model and judges the run as hybridfuzz does):", "",
             "```python", text.rstrip(), "```", ""]
 
 
+SCRIPT_SUMMARY = "<details>\n<summary>The full reproducer: "  # where the collapsed script begins
+
+
 def snippet_of(body: str) -> str:
     """The short snippet of an issue body ("" when it has none)."""
-    head = body.split("<details>\n<summary>repro", 1)[0]
+    head = body.split(SCRIPT_SUMMARY, 1)[0]
     return head.split("```python\n", 1)[1].split("\n```", 1)[0] + "\n" if "```python\n" in head else ""
 
 
 def script_of(body: str) -> str:
     """The full script of an issue body."""
-    return body.split("<details>\n<summary>repro", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
+    return body.split(SCRIPT_SUMMARY, 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
 
 
 def issue_markdown(subject: Report | Case, case_name: str = "case.yaml", *, run: ReproducerRun | None = None,
@@ -286,7 +298,7 @@ def issue_markdown(subject: Report | Case, case_name: str = "case.yaml", *, run:
     lines += ["### 🐛 Describe the bug", ""] + _describe_bug(case) + _snippet(report, script_name)
     needs = "vLLM and torch only" if case.kind == "component" else "vLLM only; it writes the tiny model itself"
     lines += [f"**Reproducer** (needs {needs}; {EXIT_TEXT}):", "",
-              "<details>", f"<summary>{script_name}</summary>", "", "```python", script.rstrip(), "```", "", "</details>", ""]
+              SCRIPT_SUMMARY + f"{script_name}</summary>", "", "```python", script.rstrip(), "```", "", "</details>", ""]
     if case.note and report.bug is None:  # a bug's words are the ledger's (reason, detail), not its case's working notes
         lines += [f"Case note: {case.note}", ""]
     lines += ["**Expected**", ""] + _expected(case) + [""]

@@ -1,6 +1,6 @@
 """The short snippet an issue opens with: the case in at most 40 lines of plain vLLM.
 
-The full reproducer is ~1700 lines (the tiny-model builder and hybridfuzz's oracles, copied);
+The full reproducer is a couple of thousand lines (the tiny-model builder and hybridfuzz's oracles, copied);
 a maintainer first needs the engine arguments, the prompts, the sampling parameters and the
 check. The engine arguments come from ``engines.offline.engine_kwargs``, as the script's do;
 the tiny model directory is written by the full script (``--build-only --keep``). The check
@@ -13,7 +13,7 @@ import dataclasses
 import re
 from typing import Any
 
-from hybridfuzz.case import STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
+from hybridfuzz.case import REFERENCE_CHECKS, STEP_NAMES, Case, Generate, ReloadWeights, ResetPrefixCache, Sleep, Submit, WakeUp
 from hybridfuzz.export.signature_check import Expected, error_parts
 
 MAX_LINES = 40
@@ -61,21 +61,25 @@ def _step_lines(step, index: int) -> list[str]:
     return [f"# step {index}: {STEP_NAMES.get(type(step), type(step).__name__)} {_changed(step)} (the full script has it)"]
 
 
-def _check(case: Case, expected: Expected | None) -> list[str]:
-    """The lines after the run that fail when the bug shows (its symptom in plain Python)."""
+def _check(case: Case, expected: Expected | None, reference: dict[str, Any]) -> list[str]:
+    """The lines after the run that fail when the bug shows (its symptom in plain Python). ``reference``: how the
+    reference engine's arguments differ from the case's (the oracles that compare with a reference run)."""
     oracle = expected.oracle if expected else "health"
     symptom = expected.symptom if expected else "nonfinite"
     if oracle == "health" and symptom == "nonfinite":
-        return ["logprobs = [lp.logprob for _, o in results for pos in o.outputs[0].logprobs for lp in pos.values()]",
+        return ["logprobs = [lp.logprob for _, o in results for pos in o.outputs[0].logprobs or [] for lp in pos.values()]",
                 'assert all(math.isfinite(x) for x in logprobs), "non-finite logprobs: " + str([o.outputs[0].token_ids for _, o in results])']
     if oracle == "health" and symptom == "out-of-vocab":
         return ["tokens = [t for _, o in results for t in o.outputs[0].token_ids]",
                 f'assert all(0 <= t < {case.model.vocab_size} for t in tokens), f"token id outside the vocabulary: {{tokens}}"']
     if oracle == "health":
         return ['print("finished without the error: not reproduced")']
-    if oracle == "reference":
-        ref = ", ".join(f"{k}={v!r}" for k, v in case.oracle.reference.items())
-        return [f"reference = run_case({ref})  # hybridfuzz allows a flip between near-tied tokens; this compares exactly",
+    if oracle in REFERENCE_CHECKS:
+        ref = ", ".join(_kwargs(reference))
+        why = "hybridfuzz allows a flip between near-tied tokens; this compares exactly" if oracle == "reference" else f"the {oracle} check"
+        if oracle == "abort":
+            why += " (its reference aborts nothing: drop the abort steps there)"
+        return [f"reference = run_case({ref})  # {why}",
                 "for (key, o), (_, r) in zip(results, reference):",
                 '    assert o.outputs[0].token_ids == r.outputs[0].token_ids, f"{key}: {o.outputs[0].token_ids} vs reference {r.outputs[0].token_ids}"']
     if oracle == "prefix_cache":
@@ -87,11 +91,12 @@ def _check(case: Case, expected: Expected | None) -> list[str]:
 
 
 def engine_snippet(case: Case, engine_kwargs: dict[str, Any], env: dict[str, str], expected: Expected | None, script_name: str,
-                   failure: tuple[str, int | None] = ("", -1)) -> str:
+                   failure: tuple[str, int | None] = ("", -1), reference: dict[str, Any] | None = None) -> str:
     """The case as plain vLLM. ``engine_kwargs``: vllm.LLM's arguments less the model; ``failure``: a comment naming
-    what raises, crashes or hangs, and the step it does so at (None: start-up; -1: no such comment)."""
+    what raises, crashes or hangs, and the step it does so at (None: start-up; -1: no such comment); ``reference``:
+    the reference run's arguments where they differ."""
     note, at = failure
-    check = _check(case, expected)
+    check = _check(case, expected, reference or {})
     head = [f"# {MODEL_DIR}: the tiny random model, written by the full script below: python {script_name} --build-only --keep {MODEL_DIR}",
             *(["import math"] if any("math." in c for c in check) else []), *(["import os"] if env else []), "", "import vllm",
             "from vllm import SamplingParams", "from vllm.inputs import TokensPrompt", ""]
@@ -100,7 +105,8 @@ def engine_snippet(case: Case, engine_kwargs: dict[str, Any], env: dict[str, str
     body = ["", "", "def run_case(**override):"]
     if note and at is None:
         body.append(f"    # {note}")
-    body += ["    llm = vllm.LLM(**{**ENGINE, **override})", "    results = []  # ((prompt, max_tokens), RequestOutput) per request", "",
+    body += ["    llm = vllm.LLM(**{k: v for k, v in {**ENGINE, **override}.items() if v is not None})  # None: vLLM's default",
+             "    results = []  # ((prompt, max_tokens), RequestOutput) per request", "",
              "    def generate(prompts, max_tokens, logprobs, priority=0, **sampling):  # greedy unless sampling says otherwise",
              "        params = SamplingParams(**{'temperature': 0.0, **sampling}, ignore_eos=True, max_tokens=max_tokens, logprobs=logprobs)",
              "        outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False,",
