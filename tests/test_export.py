@@ -116,7 +116,16 @@ def imported_modules(src: str) -> set[str]:
     return out | {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=[os.path.relpath(p, os.path.join(ROOT, "corpus")) for p in CORPUS])
+def _first_of_each_folder(paths: list[str]) -> set[str]:
+    """The fast tier exports the first case of each corpus folder; the slow tier exports every case."""
+    firsts: dict[str, str] = {}
+    for p in sorted(paths):
+        firsts.setdefault(os.path.dirname(p), p)
+    return set(firsts.values())
+
+
+@pytest.mark.parametrize("path", [p if p in _first_of_each_folder(CORPUS) else pytest.param(p, marks=pytest.mark.slow) for p in CORPUS],
+                         ids=[os.path.relpath(p, os.path.join(ROOT, "corpus")) for p in CORPUS])
 def test_every_corpus_case_exports(path):
     """Engine and component cases alike: an issue body whose script is standalone Python, and for an engine case a
     short snippet of plain vLLM first (at most 40 lines, valid Python)."""
@@ -235,6 +244,7 @@ def _verdict_tuple(v) -> tuple:
     return (v.status, v.oracle, v.summary, v.evidence, v.symptom, v.where, v.signature)
 
 
+@pytest.mark.slow  # 150 Hypothesis examples, each inlining a script: minutes
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases_and_traces())
 def test_script_verdict_equals_executor_judge(data):
@@ -409,8 +419,8 @@ def verdict_line(stdout: str) -> str:
     return next(ln for ln in stdout.splitlines() if ln.startswith(("REPRODUCED:", "NOT REPRODUCED:", "DID NOT RUN:")))
 
 
+@pytest.mark.smoke  # the fast tier's real-engine test of export with its standalone reproducer (conftest.py)
 @pytest.mark.engine
-@pytest.mark.slow
 def test_export_bug_run_reproduces_and_records_the_run(tmp_path, monkeypatch):
     """Exit 1 on a real CPU bug: `hybridfuzz export BUG --run` runs the script where hybridfuzz cannot be imported, the
     script prints REPRODUCED and the signature line, and the run goes into the ledger with this machine's collect_env,
