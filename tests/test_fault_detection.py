@@ -14,20 +14,11 @@ import pytest
 
 from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, load_case_file
 from hybridfuzz.executor import evaluate
-from hybridfuzz.hosts import make_host
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
 
 PROMPT = [3 + (i * 5) % 500 for i in range(24)]
 REPEATED = Case(ModelSpec(layers=(LINEAR, FULL)), [Generate([PROMPT]), Generate([PROMPT])], EngineConfig(kv_cache_dtype="float16"),
                 OracleSpec(checks=["health", "self_consistency", "reference"]))
-
-
-@pytest.fixture
-def faulty_host(monkeypatch):
-    def make(fault):
-        monkeypatch.setenv("HYBRIDFUZZ_FAULT", fault)
-        return make_host("forkserver", workers=2, timeout=300, warm=False)
-    return make
 
 
 @pytest.mark.smoke  # the fast tier's real-engine test of this behaviour (conftest.py)

@@ -11,7 +11,6 @@ import pytest
 
 from hybridfuzz.case import load_case
 from hybridfuzz.executor import evaluate
-from hybridfuzz.hosts import make_host
 
 pytestmark = pytest.mark.engine
 
@@ -77,14 +76,6 @@ steps:
   - generate: {prompts: [[3, 4, 5, 6]], max_tokens: 4, logprobs: 20}
 oracle: {checks: [health, async_scheduling], reference: {async_scheduling: false}}
 """
-
-
-@pytest.fixture
-def faulty_host(monkeypatch):
-    def make(fault):
-        monkeypatch.setenv("HYBRIDFUZZ_FAULT", fault)
-        return make_host("forkserver", workers=2, timeout=900, warm=False)
-    return make
 
 
 @pytest.mark.smoke
