@@ -37,4 +37,6 @@ def run(args) -> int:
         print(f"  not runnable here: {name}: {why}")
     print(f"  graphs: {p.has_graphs}, sleep mode: {p.has_sleep_mode}, GPUs: {p.gpu_count} "
           f"(tensor_parallel_size drawn: {', '.join(map(str, p.tensor_parallel_choices()))})")
+    print(f"  new dimensions (docs/dimensions.md): spec methods: {', '.join(p.spec_methods) or '-'}; async scheduling: "
+          f"{p.async_scheduling}; preemption: {p.preemption}; priority policy: {p.priority_scheduling}; n > 1 greedy: {p.greedy_n}")
     return 0
