@@ -13,7 +13,7 @@ from hybridfuzz.case import Case
 from hybridfuzz.engines.base import Host
 from hybridfuzz.executor import Result, replay
 from hybridfuzz.oracles.health import decided_alone
-from hybridfuzz.triage.findings import KvClass, case_size, kv_class, observation, of_filed_class, write_finding
+from hybridfuzz.triage.findings import KvClass, case_size, filename, kv_class, observation, of_filed_class, write_finding
 
 
 @dataclass(eq=False)
@@ -28,6 +28,10 @@ class FindingWriter:
         """Write a new finding of this result's signature to a free name, or, with ``path``, a smaller case of the
         finding there; it is open until replayed. ``why``: a note. Returns its path."""
         recorded = self.record(case, result, why)
+        if path is None and self.cfg.claim is not None:
+            # A campaign's claims give each signature to one worker at a time: its file is that claim's, and a worker
+            # restarted after a kill -9 resumes it there instead of starting a second file.
+            path = os.path.join(self.cfg.findings_dir, filename(result.verdict.signature))
         path = write_finding(self.cfg.findings_dir, recorded, path)
         obs = recorded.observed[-1]
         if state is FindingState.OPEN and (cls := kv_class(case, obs.signature, obs.vllm, obs.device)) is not None:
