@@ -346,3 +346,14 @@ def test_the_server_host_refuses_what_it_does_not_run_and_is_never_drawn_it():
         assert not_served(case) == "", not_served(case)
 
     drawn()
+
+
+def test_the_shrinker_sets_request_fields_back_to_their_defaults():
+    from hybridfuzz.triage.shrink import _default_edits
+
+    seeded = Generate([PROMPT], max_tokens=4, temperature=1.0, seed=7, n=2, prompt_logprobs=1)
+    case = Case(MODEL, [Submit([PROMPT], advance=3), seeded])
+    edits = dict(_default_edits(case))
+    assert {"steps[0].advance: default", "steps[1].temperature: default", "steps[1].seed: default", "steps[1].n: default",
+            "steps[1].prompt_logprobs: default"} <= set(edits)
+    assert edits["steps[1].seed: default"](case).steps[1] == dataclasses.replace(seeded, seed=None)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from hybridfuzz import sleepwake
-from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, WakeUp, case_from_dict, case_to_dict
+from hybridfuzz.case import Case, CaseError, EngineConfig, Generate, Sleep, Submit, WakeUp, case_from_dict, case_to_dict
 from hybridfuzz.engines.base import Host
 from hybridfuzz.executor import evaluate_sessions, interfered
 from hybridfuzz.model import ModelSpec
@@ -236,7 +236,19 @@ def _default_edits(case: Case) -> list[tuple[str, Edit]]:
         if f.name != "layers" and getattr(case.model, f.name) != getattr(default_model, f.name):
             edits.append((f"model.{f.name}: default", lambda c, name=f.name: c.replace(
                 model=dataclasses.replace(c.model, **{name: getattr(default_model, name)}))))
+    for i, step in enumerate(case.steps):  # the new dimensions' request fields (docs/dimensions.md): greedy, no seed, ...
+        if not isinstance(step, (Generate, Submit)):
+            continue
+        defaults = {f.name: f.default for f in dataclasses.fields(step) if f.name in REQUEST_FIELDS}
+        for name, default in defaults.items():
+            if getattr(step, name) != default:
+                edits.append((f"steps[{i}].{name}: default", lambda c, i=i, name=name, default=default: _with_step(
+                    c, i, dataclasses.replace(c.steps[i], **{name: default}))))
     return edits
+
+
+# Request fields of generate/submit that a shrunk case keeps only when its finding needs them.
+REQUEST_FIELDS = ("temperature", "seed", "n", "prompt_logprobs", "priority", "advance")
 
 
 def _default_fields(case: Case) -> Iterator[tuple[str, Case]]:
