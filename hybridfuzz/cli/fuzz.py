@@ -124,7 +124,7 @@ def run(args) -> int:
     met, known = summary.met_while_shrinking, summary.known_class
     say(f"{'interrupted' if summary.interrupted else 'done'}: {summary.cases} cases in {summary.elapsed_s}s; "
         f"{summary.findings} new findings{f' (and {len(met)} open: met while shrinking)' if met else ''}"
-        f"{f', {len(known)} more of known KV-dtype classes' if known else ''}; "
+        f"{f', {len(known)} more of known KV-dtype classes' if known else ''}"
         f"{f', {len(summary.known_bug)} re-finds of ledger bugs' if summary.known_bug else ''}; "
         f"time to first finding {_seconds(summary.time_to_first_finding_s)}; shrinking {summary.shrink_s}s "
         f"({summary.shrink_share:.0%} of the run); not replayed {summary.not_replayed}")
