@@ -1,6 +1,6 @@
 """What must ride along with vLLM X to an offline GPU host, derived from the release's own metadata.
 
-    python3 gpu/bundle_plan.py VLLM_VERSION [--host-spec gpu/host-spec.txt] [--explain]
+    python3 gpu/bundle_plan.py VLLM_VERSION [--host-spec gpu/host-spec.txt] [--override PKG==VER ...] [--explain]
 
 prints one ``name==version`` per line: the wheels make-bundle.sh downloads (--no-deps) beside vLLM.
 
@@ -12,6 +12,10 @@ that closure that H lacks, or holds at another version, rides along, except:
     NCCL is not covered by it and always rides when it differs),
   - JIT toolchains and media stacks the engines here never load (NEVER below).
 No table per vLLM version: a new release brings its own pins.
+
+``--override PKG==VER`` replaces a release's own pin (uv's ``--override``), for a release that pins a wheel the
+package index lacks: vLLM 0.34.0 pins ``flashinfer-python==0.7.3``, and only 0.7.4 is published. make-bundle.sh
+records the overrides in the bundle, and a run on it names them in its summary.
 """
 from __future__ import annotations
 
@@ -105,15 +109,24 @@ def absent_on_host(spec: str) -> list[str]:
     return [norm(ln[1:].strip()) for ln in spec.splitlines() if ln.startswith("-") and ln[1:].strip()]
 
 
-def compile_pins(requirements: str, prefer: dict[str, str] | None = None) -> dict[str, str]:
+def parse_override(text: str) -> str:
+    """One ``PKG==VER``, or an argparse error naming what is wrong."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+==[A-Za-z0-9_.+!-]+", text):
+        raise argparse.ArgumentTypeError(f"--override wants PKG==VERSION, got {text!r}")
+    return text
+
+
+def compile_pins(requirements: str, prefer: dict[str, str] | None = None, overrides: list[str] | None = None) -> dict[str, str]:
     """uv's resolution of requirements for the host's Python and platform, preferring the given pins."""
     with tempfile.TemporaryDirectory() as d:
-        req, out = os.path.join(d, "req.in"), os.path.join(d, "out.txt")
+        req, out, over = os.path.join(d, "req.in"), os.path.join(d, "out.txt"), os.path.join(d, "overrides.txt")
         with open(req, "w") as f:
             f.write(requirements)
         with open(out, "w") as f:
             f.write("".join(f"{n}=={v}\n" for n, v in (prefer or {}).items()))
-        r = subprocess.run([_uv(), "pip", "compile", req, "-o", out, "-q", "--no-header", "--no-annotate",
+        with open(over, "w") as f:
+            f.write("".join(f"{o}\n" for o in overrides or []))
+        r = subprocess.run([_uv(), "pip", "compile", req, "-o", out, "-q", "--no-header", "--no-annotate", "--override", over,
                             "--python-version", PYTHON, "--python-platform", PLATFORM], capture_output=True, text=True)
         if r.returncode != 0:
             lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
@@ -126,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("version")
     ap.add_argument("--host-spec", default=os.path.join(HERE, "host-spec.txt"))
+    ap.add_argument("--override", action="append", default=[], type=parse_override, metavar="PKG==VER",
+                    help="replace the release's own pin of PKG (repeatable)")
     ap.add_argument("--explain", action="store_true", help="every package of the closure and why it rides or stays (stderr)")
     args = ap.parse_args(argv)
     with open(args.host_spec) as f:
@@ -133,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     host = compile_pins("".join(ln + "\n" for ln in spec.splitlines() if not ln.startswith("-")))
     for name in absent_on_host(spec):  # in the resolved closure, yet seen missing on the real host
         host.pop(name, None)
-    closure = compile_pins(f"vllm=={args.version}\n", prefer=host)
+    closure = compile_pins(f"vllm=={args.version}\n", prefer=host, overrides=args.override)
     for d in decide(host, closure):
         if args.explain:
             print(f"{'ride' if d.ride else 'stay'}  {d.name}=={d.version}: {d.why}", file=sys.stderr)

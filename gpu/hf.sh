@@ -9,6 +9,8 @@
 # from SITE.src, where ./corpus is the checkout's corpus. Two versions side by side:
 #   gpu/hf.sh /tmp/p26 /tmp/sha26 /tmp/site26 -- hybridfuzz shrink corpus/gpu/x.yaml --workers 8
 #   gpu/hf.sh /tmp/p32 /tmp/sha32 /tmp/site32 -- hybridfuzz bench --at-once 8,16
+# A bundle made --beside another (make-bundle.sh) goes on top of that one's site:
+#   HF_BASE_SITE=/tmp/site33 gpu/hf.sh /tmp/p34 /tmp/sha34 /tmp/site34 -- hybridfuzz campaign --engine gpu ...
 set -euo pipefail
 parts=${1:?usage: hf.sh PARTS_DIR SHA256_FILE SITE -- hybridfuzz ARGS...}
 sum=${2:?}; site=${3:?}; shift 3
@@ -51,7 +53,10 @@ PY
   # and the directories behind it are named one by one
   python3 -m compileall -q "$src/hybridfuzz" "$src/.hybridfuzz-core" "$src/strategies" "$src/oracles" > /dev/null 2>&1 || true
 fi
-export PYTHONPATH="$src:$site${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$src:$site${HF_BASE_SITE:+:$HF_BASE_SITE}${PYTHONPATH:+:$PYTHONPATH}"
+# the bundle's pin overrides, for the run's summary (hybridfuzz/vllm_facts.py PIN_OVERRIDES_ENV)
+HYBRIDFUZZ_PIN_OVERRIDES=$(sed -n 's/^override //p' "$site/bundle-info.txt" 2>/dev/null | paste -sd, -)
+export HYBRIDFUZZ_PIN_OVERRIDES
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
 cd "$src"
 if [ "${1:-}" = python3 ]; then exec "$@"; fi  # e.g. python3 -m vllm.collect_env

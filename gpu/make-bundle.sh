@@ -3,7 +3,14 @@
 # torch 2.11 preinstalled; gpu/host-spec.txt), for ANY vLLM release, split into parts small
 # enough to copy over a size-limited channel.
 #
-#   gpu/make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]
+#   gpu/make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB] [--override PKG==VER]... [--beside BASE_OUT_DIR]
+#
+# --override replaces one of the release's own pins, for a release that pins a wheel the package index lacks (vLLM
+# 0.34.0 pins flashinfer-python==0.7.3; only 0.7.4 is published): gpu/make-bundle.sh 0.34.0 .gpu/b34 --override
+# flashinfer-python==0.7.4. The bundle records it (bundle-info.txt), and a run through gpu/hf.sh names it in its summary.
+# --beside leaves out the wheels BASE_OUT_DIR's bundle already carries at the same version (a release next to one
+# installed on the host often differs by a few wheels): install it with the base's site on the path,
+# HF_BASE_SITE=/tmp/site33 gpu/hf.sh PARTS SHA SITE -- ...
 #
 # What rides along is derived from the release's own metadata by gpu/bundle_plan.py (uv resolves
 # vllm==X for the host, preferring the host's own versions); OUT_DIR/plan.txt records it and
@@ -12,9 +19,19 @@
 # install-on-host.sh. On the host: gpu/hf.sh or
 # install-on-host.sh PARTS SHA256 TARGET.
 set -euo pipefail
-usage="usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]"
+usage="usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB] [--override PKG==VER]... [--beside BASE_OUT_DIR]"
+overrides=() beside="" args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --override) overrides+=(--override "${2:?$usage}"); shift 2 ;;
+    --beside) beside=${2:?$usage}; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+set -- "${args[@]}"
 ver=${1:?$usage}
 out=${2:?$usage}
+if [ -n "$beside" ] && [ ! -f "$beside/plan.txt" ]; then echo "make-bundle.sh: --beside $beside has no plan.txt" >&2; exit 2; fi
 # For hosts reached through a channel that carries 64 MiB at a time, a part and the working tree together, with some
 # overhead: the default part leaves room for the tree as it is now and 8 MiB (the channel's overhead, and results
 # committed after the build); at most 44.
@@ -40,15 +57,22 @@ dl() {  # wheels for the GPU host's interpreter, never their dependencies (the p
 
 mkdir -p "$out"
 echo "planning vLLM $ver against $here/host-spec.txt (parts of ${part_mb} MiB; ${tracked_mib:-?} MiB tracked) ..."
-python3 "$here/bundle_plan.py" "$ver" --explain > "$out/plan.txt" 2> "$out/plan-explained.txt" || {
+python3 "$here/bundle_plan.py" "$ver" "${overrides[@]}" --explain > "$out/plan.txt" 2> "$out/plan-explained.txt" || {
   cat "$out/plan-explained.txt" >&2; exit 2; }
 echo "  $(wc -l < "$out/plan.txt") wheels ride along: $(grep -E '^(torch|triton|flashinfer-python|nvidia-nccl[^=]*)==' "$out/plan.txt" | tr '\n' ' ')"
 
 echo "downloading vLLM $ver and the planned wheels ..."
 dl vllm "vllm==$ver"
 ls "$work"/vllm/vllm-*.whl > /dev/null 2>&1 || { echo "make-bundle.sh: no vllm==$ver wheel for Python 3.12 x86-64" >&2; exit 2; }
-dl whl -r "$out/plan.txt"
-want=$(wc -l < "$out/plan.txt"); got=$(ls "$work"/whl | wc -l)
+ship="$out/plan.txt"
+if [ -n "$beside" ]; then  # only what the base bundle lacks, or carries at another version
+  grep -vxF -f "$beside/plan.txt" "$out/plan.txt" > "$out/plan-beside.txt" || true
+  ship="$out/plan-beside.txt"
+  echo "  beside $beside: $(wc -l < "$ship") of $(wc -l < "$out/plan.txt") wheels ride; the rest come from the base's site"
+fi
+mkdir -p "$work/whl"
+[ -s "$ship" ] && dl whl -r "$ship"
+want=$(wc -l < "$ship"); got=$(ls "$work"/whl | wc -l)
 if [ "$got" -lt "$want" ]; then echo "make-bundle.sh: downloaded $got of $want planned wheels" >&2; exit 1; fi
 
 echo "slimming vLLM (drops FlashAttention-2, the Rust frontend and C++ headers) ..."
@@ -59,7 +83,12 @@ rm -rf "$work/tree/vllm/third_party/deep_gemm/include" "$work/tree/vllm/third_pa
 tar -C "$work/tree" -cf - . | xz -T0 -6 > "$work/vllm-tree.tar.xz"
 
 echo "packing ..."
-tar -C "$work" -cf "$work/bundle.tar" whl vllm-tree.tar.xz
+{ echo "vllm==$ver"
+  [ ${#overrides[@]} -gt 0 ] && printf 'override %s\n' $(printf '%s\n' "${overrides[@]}" | grep -v -- --override)
+  [ -n "$beside" ] && echo "beside $(cat "$beside/SHA256")"
+  true; } > "$work/bundle-info.txt"
+cp "$work/bundle-info.txt" "$out/"
+tar -C "$work" -cf "$work/bundle.tar" whl vllm-tree.tar.xz bundle-info.txt
 mkdir -p "$out/parts"
 rm -f "$out"/parts/part-*
 split -b "${part_mb}M" -d -a 3 "$work/bundle.tar" "$out/parts/part-"

@@ -244,6 +244,28 @@ class Case:
         return self.replace(engine=engine, steps=steps, observed=[], expect={})
 
 
+Dimension = Literal["spec_decode", "async_scheduling", "preemption", "seeded_sampling", "n_samples", "prompt_logprobs",
+                    "arrivals", "abort", "priority"]
+
+
+def new_dimensions(case: Case) -> tuple[Dimension, ...]:
+    """The search dimensions of docs/dimensions.md that this case uses: what a campaign's summary counts per dimension.
+    Read from the case alone, so a case written by hand counts like a drawn one."""
+    e, requests = case.engine, [s for s in case.steps if isinstance(s, (Generate, Submit))]
+    used: dict[Dimension, bool] = {
+        "spec_decode": e.speculative_config is not None,
+        "async_scheduling": bool(e.async_scheduling),
+        "preemption": e.num_gpu_blocks_override is not None,
+        "seeded_sampling": any(r.temperature > 0 and r.seed is not None for r in requests),
+        "n_samples": any(r.n > 1 for r in requests),
+        "prompt_logprobs": any(r.prompt_logprobs is not None for r in requests),
+        "arrivals": any(isinstance(r, Submit) and r.advance > 0 for r in requests),
+        "abort": any(isinstance(s, Abort) and s.requests for s in case.steps),
+        "priority": e.scheduling_policy == "priority",
+    }
+    return tuple(d for d, on in used.items() if on)
+
+
 # ---------------------------------------------------------------- validation
 
 def _type_name(tp: Any) -> str:

@@ -71,6 +71,11 @@ def mamba_cache_modes() -> tuple[str, ...]:
     return tuple(typing.get_args(modes)) if modes is not None else ("align", "none")
 
 
+# The pins an offline bundle replaced (gpu/make-bundle.sh --override), "flashinfer-python==0.7.4" and the like, set by
+# gpu/hf.sh from the installed bundle: a run's summary names them beside the vLLM version they changed.
+PIN_OVERRIDES_ENV = "HYBRIDFUZZ_PIN_OVERRIDES"
+
+
 @functools.lru_cache(maxsize=None)
 def vllm_version() -> str:
     try:

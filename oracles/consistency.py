@@ -140,7 +140,7 @@ def scales_per_batch(case: Case) -> bool:
             and str(case.engine.env.get("VLLM_BATCH_INVARIANT", "0")).lower() not in ("1", "true"))
 
 
-def _batch_scaled(case: Case, kind: MismatchKind) -> bool:
+def batch_scaled(case: Case, kind: MismatchKind) -> bool:
     """BATCH_SCALES's rule (above): a mismatch batch-wide activation scales can make, in a case that has them."""
     return kind in _ROUNDING_KINDS and scales_per_batch(case)
 
@@ -182,7 +182,7 @@ def _noise(case: Case, kind: MismatchKind, pair: tuple, ran: Mapping[ControlKind
         return None
     if "float32" in ran:
         return "float32 control agrees" if kind in _ROUNDING_KINDS and pair not in differs["float32"] else None
-    if "float32" in tried and _batch_scaled(case, kind):
+    if "float32" in tried and batch_scaled(case, kind):
         return BATCH_SCALES
     return "attention-only control differs too" if pair in differs.get("attention-only", ()) else None
 
@@ -257,7 +257,7 @@ def check_self_consistency(case: Case, trace: Trace, tol: Tolerance | None = Non
         schedule_only = symptom in SCHEDULE_ONLY
         # A pair held exact by same_schedule had no schedule to differ by: no control sets it aside.
         why = _noise(case, m.kind, pair, ran, differs, tried) if schedule_only and not exact else None
-        if not schedule_only and not exact and _batch_scaled(case, m.kind):
+        if not schedule_only and not exact and batch_scaled(case, m.kind):
             why = BATCH_SCALES  # a reload or wake pair, which no control decides (above)
         if why:
             noise.append(f"{NOISE}step {fidx} req {fr} vs step {idx} req {r}: {m.reason}; {why}")

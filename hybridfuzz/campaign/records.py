@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterator, Literal
 
-from hybridfuzz.case import STEP_NAMES, Case, Generate
+from hybridfuzz.case import STEP_NAMES, Case, Generate, new_dimensions
 from hybridfuzz.model import layer_pattern
 from hybridfuzz.oracles.verdict import Status
 
@@ -71,6 +71,8 @@ class CaseEvent:
     # "yes" when a generate step holds a 1-token prompt, which a CUDA-graph runner may serve as a decode batch (the
     # class of 4 real findings of the H200 campaign of 2026-12-04, found there by hand); "" in older files
     one_token_prompt: str = ""
+    # the new search dimensions the case used (hybridfuzz/case.py new_dimensions); () in files written before it existed
+    dimensions: tuple[str, ...] = ()
     worker: str = ""  # "" for a fuzz directory, else the worker index (set by iter_events)
 
     @classmethod
@@ -90,12 +92,14 @@ class CaseEvent:
                    cpu_s=round((timings or {}).get("cpu_s", 0.0), 3), backend=e.attention_backend or "auto",
                    weights=str(e.extra.get("quantization") or "none"), repeat_drift=repeat_drift, exact_drift=exact_drift,
                    reference_drift=reference_drift, reference_margin=reference_margin,
-                   one_token_prompt="yes" if any(len(p) == 1 for s in case.steps if isinstance(s, Generate) for p in s.prompts) else "no")
+                   one_token_prompt="yes" if any(len(p) == 1 for s in case.steps if isinstance(s, Generate) for p in s.prompts) else "no",
+                   dimensions=new_dimensions(case))
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
         d.pop("worker")
         d["steps"] = list(self.steps)
+        d["dimensions"] = list(self.dimensions)
         return json.dumps(d)
 
     @classmethod
@@ -114,7 +118,7 @@ class CaseEvent:
                    backend=str(d.get("backend", "")), weights=str(d.get("weights", "")),
                    repeat_drift=d.get("repeat_drift"), exact_drift=d.get("exact_drift"),
                    reference_drift=d.get("reference_drift"), reference_margin=d.get("reference_margin"),
-                   one_token_prompt=str(d.get("one_token_prompt", "")), worker=worker)
+                   one_token_prompt=str(d.get("one_token_prompt", "")), dimensions=tuple(d.get("dimensions") or ()), worker=worker)
 
 
 def event_files(run_dir: str) -> list[tuple[str, str]]:

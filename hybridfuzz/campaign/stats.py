@@ -12,6 +12,7 @@ from statistics import median
 
 from hybridfuzz.campaign.records import CaseEvent, FindingState, iter_events
 from hybridfuzz.campaign.state import FindingStore
+from hybridfuzz.vllm_facts import PIN_OVERRIDES_ENV, vllm_version
 
 
 def _json_or_empty(path: str) -> dict:
@@ -87,11 +88,14 @@ def space_and_pace(events: list[CaseEvent]) -> dict:
     families: dict[str, int] = defaultdict(int)
     graphs: dict[str, int] = defaultdict(int)
     memories: dict[str, int] = defaultdict(int)
+    dimensions: dict[str, int] = defaultdict(int)
     session_s: dict[str, list[float]] = defaultdict(list)
     for e in events:
         families[e.family or "?"] += 1
         graphs[e.graphs or "?"] += 1
         memories[e.memory or "?"] += 1
+        for d in e.dimensions:
+            dimensions[d] += 1
         if e.session_s:
             session_s[e.graphs or "?"].append(e.session_s)
     starts = [e.startup_s for e in events if e.startup_s]
@@ -100,7 +104,10 @@ def space_and_pace(events: list[CaseEvent]) -> dict:
     walls = sorted(e.wall for e in events if e.wall)
     warm = round((len(walls) - 1) / ((walls[-1] - walls[0]) / 60), 1) if len(walls) > 2 and walls[-1] > walls[0] else None
     return {"families": dict(sorted(families.items(), key=lambda kv: -kv[1])), "graphs": dict(graphs),
-            "memory": dict(memories), "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
+            "memory": dict(memories),
+            "dimensions": dict(sorted(dimensions.items(), key=lambda kv: -kv[1])),
+            "new_dimension_cases": sum(1 for e in events if e.dimensions),
+            "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
             "median_case_s": {k: round(median(e.seconds for e in events if (e.graphs or "?") == k), 1) for k in graphs},
             "cases_per_min_after_first": warm, "median_startup_s": round(median(starts), 1) if starts else None,
             "median_startup_cpu_s": round(median(start_cpu), 2) if start_cpu else None,
@@ -181,6 +188,7 @@ def aggregate(campaign_dir: str, meta: dict | None = None, store: FindingStore |
         "time_to_first_report_s": min(first_reported) if first_reported else None,
         "database": meta.get("database"), "engine": meta.get("engine"), "seed": meta.get("seed"),
         "fault_injected": os.environ.get("HYBRIDFUZZ_FAULT", ""),
+        "vllm": vllm_version(), "pin_overrides": os.environ.get(PIN_OVERRIDES_ENV, ""),
         "restarts": sum(max(0, w["starts"] - 1) for w in workers.values()),
         **space_and_pace(every),
         "finding_list": fl, "seen": found, "per_worker": workers,

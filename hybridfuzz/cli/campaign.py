@@ -16,6 +16,14 @@ HELP = "a long, resumable campaign of several workers sharing examples and findi
 EXITS = {0: "no findings", 1: "findings reported", 3: "--engine gpu with no GPU visible"}
 
 
+def dimensions_line(s: dict) -> str:
+    """The new search dimensions' counts (docs/dimensions.md): how many cases used each, and used any."""
+    share = s["new_dimension_cases"] / s["cases"] if s["cases"] else 0.0
+    pins = f" with {s['pin_overrides']} in place of its own pins" if s.get("pin_overrides") else ""
+    return (f"vLLM {s.get('vllm', '?')}{pins}; new dimensions: {s['new_dimension_cases']} of {s['cases']} cases ({share:.0%}) "
+            f"used one or more; per dimension {s['dimensions'] or 'none'}")
+
+
 def add_worker_options(p) -> None:
     """Options a campaign passes on to each worker (campaign/config.WorkerSettings)."""
     p.add_argument("--dir", required=True, help="campaign directory (resumable: run again with the same one)")
@@ -136,6 +144,7 @@ def run(args) -> int:
         f"{s['refusals_predicted']} more foreseen refused; {s['known_avoided']} cases left out (a known bug foreseen)")
     say(f"drawn: families {s['families']}, graphs {s['graphs']}; median session s {s['median_session_s']}, median case s {s['median_case_s']}, "
         f"median engine start-up {_seconds(s['median_startup_s'])}, seconds in steps {s['steps_s_total']}")
+    say(dimensions_line(s))
     for f in s["finding_list"]:
         say(f"  [{f['state']}] {f['signature']}: {f['path']}\n    {f['summary']}")
     if s.get("shared_features", {}).get("found"):

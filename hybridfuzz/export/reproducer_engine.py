@@ -208,6 +208,9 @@ from hybridfuzz.trace import ErrorInfo, Trace  # noqa: E402
 # <<< hybridfuzz-inline
 
 CASE.steps = [STEP_KINDS[kind](**args) for kind, args in CASE.steps]  # the data block's (kind, arguments) as step records
+if hasattr(CASE, "reference_data"):  # Case.reference_case(): the reference run's case, for the feature oracles
+    CASE.reference_data.steps = [STEP_KINDS[kind](**args) for kind, args in CASE.reference_data.steps]
+    CASE.reference_case = lambda: CASE.reference_data
 
 
 if __name__ == "__main__":

@@ -47,7 +47,10 @@ def _engine_kwargs(engine) -> dict[str, dict[str, Any]]:
 
 
 def _namespace(name: str, fields: dict[str, Any], indent: str = "    ") -> str:
-    inner = ",\n".join(f"{indent}    {k}={literal(v)}" for k, v in fields.items())
+    """A namespace's source; a nested record (a dict, such as engine.speculative_config) is a namespace too, as the
+    oracles read its fields by name."""
+    inner = ",\n".join(f"{indent}    {k}={_namespace(name, v, indent + '    ') if isinstance(v, dict) and v and k != 'extra' and k != 'env' else literal(v)}"
+                        for k, v in fields.items())
     return f"{name}(\n{inner},\n{indent})"
 
 
@@ -67,19 +70,27 @@ def _expected_literal(expected: Expected | None) -> str:
     return "None" if expected is None else _pretty(dataclasses.asdict(expected))
 
 
-def case_namespace(case: Case) -> str:
-    """Source of a SimpleNamespace holding what ``judge`` reads of a Case: model, engine, oracle, and the steps as
+def case_namespace(case: Case, reference: bool = True) -> str:
+    """Source of a SimpleNamespace holding what ``judge`` reads of a Case: model, engine, oracle, the steps as
     (kind, arguments) pairs, which the script makes into the step dataclasses copied from hybridfuzz.case (they are
-    defined at its end, after the data)."""
+    defined at its end, after the data), and the reference case's data where the oracles run a reference (the
+    script makes it ``CASE.reference_case()``, which the feature oracles call)."""
+    from hybridfuzz.executor import needs_reference
+
     steps = "[\n" + "".join(f"        ({STEP_NAMES[type(s)]!r}, {literal({f.name: getattr(s, f.name) for f in dataclasses.fields(s)})}),\n"
                             for s in case.steps) + "    ]"
     model = {f.name: getattr(case.model, f.name) for f in dataclasses.fields(case.model)}
+    ref = ""
+    if reference and needs_reference(case):
+        inner = case_namespace(case.reference_case(), reference=False).replace("\n", "\n    ")
+        ref = f"    reference_data={inner},\n"
     return ("SimpleNamespace(\n"
             f"    kind={case.kind!r},\n"
             f"    model={_namespace('SimpleNamespace', model, '    ')},\n"
             f"    engine={_namespace('SimpleNamespace', engine_to_dict(case.engine), '    ')},\n"
             f"    oracle=SimpleNamespace(checks={literal(list(case.oracle.checks))}, reference={literal(dict(case.oracle.reference))}),\n"
             f"    steps={steps},\n"
+            f"{ref}"
             ")")
 
 
