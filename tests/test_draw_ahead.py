@@ -58,3 +58,25 @@ def test_the_first_batch_leaves_out_hypothesis_simplest_session():
     assert len(kept) == 3 and all(s in every for s in kept) and len(left_out) == 1
     first = left_out[0][0]
     assert (first.engine.kv_cache_dtype, len(first.model.layers), first.engine.enable_sleep_mode) == ("auto", 1, False)
+
+
+def test_the_shrinking_share_counts_the_shrink_under_way_and_caps_it():
+    """The progress line's share includes an inline shrink still running (it read 0 % through a 147-s first shrink),
+    and an inline shrink ends once the run has spent FuzzConfig.shrink_share_cap of its budget shrinking."""
+    import time
+
+    from hybridfuzz.campaign.config import FuzzConfig
+    from hybridfuzz.campaign.counting import Stats, shrink_share
+    from hybridfuzz.campaign.shrinking import shrink_share_spent
+
+    now = time.time()
+    stats = Stats(started=now - 100, shrink_s=10.0)
+    assert shrink_share(stats, 100) == 0.1
+    stats.shrink_since = now - 20  # an inline shrink began 20 s ago
+    assert 0.29 < shrink_share(stats, 100) < 0.31
+    cfg = FuzzConfig(budget_s=1200, out_dir="unused", findings_dir="unused")
+    assert cfg.shrink_share_cap == 0.25 and not shrink_share_spent(cfg, stats)  # 30 s of the 300 s share
+    stats.shrink_s = 290.0
+    assert shrink_share_spent(cfg, stats)
+    stats.shrink_since = None  # no shrink under way: nothing to end
+    assert not shrink_share_spent(cfg, stats)

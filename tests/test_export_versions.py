@@ -146,6 +146,10 @@ def test_the_representative_is_the_smallest_member_seen_on_the_bugs_device(tmp_p
     on_gpu = Member("small-on-gpu.yaml", small.replace(observed=[dataclasses.replace(o, device="NVIDIA H100") for o in small.observed]))
     assert representative([on_gpu, members[0]], "cpu") is members[0]  # seen on the bug's kind of device wins over size
     assert representative([on_gpu, members[0]], "gpu") is on_gpu
+    # a bug of any device: the smallest member overall, unless the export runs on a kind of machine one was seen on
+    assert representative([on_gpu, members[0]], "any") is on_gpu
+    assert representative([on_gpu, members[0]], "any", here="cpu") is members[0]
+    assert representative([on_gpu, members[0]], "any", here="gpu") is on_gpu
     obs = bug_observation(small, bug)  # the bug's symptom (nan), not the SIGILL the case gave last, on an AMX CPU
     assert obs.signature == "health:nonfinite:8abdf458" and obs.vllm == "0.32.0"
     assert read_bugs(ledger.path)["cpu-turboquant-nan"].runs == []

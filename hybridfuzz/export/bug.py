@@ -50,10 +50,14 @@ def prompt_tokens(case: Case) -> int:
     return sum(len(p) for s in case.steps if isinstance(s, (Generate, Submit)) for p in s.prompts)
 
 
-def representative(members: list[Member], device: str) -> Member:
-    """The member a maintainer reads first: the smallest, seen last on the bug's kind of device if any was."""
+def representative(members: list[Member], device: str, here: str | None = None) -> Member:
+    """The member a maintainer reads first: the smallest, seen last on the bug's kind of device if any was; for a bug
+    of any device, one seen on ``here`` (the kind of machine the export runs on) if any was: a GPU export of
+    hybrid-no-mamba-layers-assertion first picked its CPU member, which passed on the H100 (2026-12-06)."""
     def key(m: Member):
-        return (not on(device_kind_of(m.case), device), len(m.case.steps), len(m.case.model.layers), prompt_tokens(m.case), m.path)
+        kind = device_kind_of(m.case)
+        return (not on(kind, device), here is not None and kind != here, len(m.case.steps), len(m.case.model.layers),
+                prompt_tokens(m.case), m.path)
     return min(members, key=key)
 
 
@@ -69,7 +73,8 @@ def bug_observation(case: Case, bug: Bug) -> Observation | None:
     return None
 
 
-def bug_report(ledger: Ledger, bug_id: str) -> Report:
+def bug_report(ledger: Ledger, bug_id: str, here: str | None = None) -> Report:
+    """The bug's report, on its representative member (``here``: this machine's kind of device, "cpu" or "gpu")."""
     if bug_id not in ledger.bugs:
         known = ", ".join(sorted(ledger.bugs)) or "none"
         raise NothingToReport(f"{bug_id!r} is not in {ledger.path} (bugs there: {known})")
@@ -79,7 +84,7 @@ def bug_report(ledger: Ledger, bug_id: str) -> Report:
     members = ledger.members.get(bug_id, [])
     if not members:
         raise NothingToReport(f"{bug_id}: no corpus case names it (bug: {bug_id})")
-    rep = representative(members, bug.device)
+    rep = representative(members, bug.device, here)
     return Report(title=bug.title, case=rep.case, case_name=rep.path, observation=bug_observation(rep.case, bug),
                   seen=ledger.seen(bug_id), device=bug.device, runs=list(bug.runs), bug=bug, members=len(members))
 
