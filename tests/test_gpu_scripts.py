@@ -337,6 +337,45 @@ def test_make_bundle_refuses_bad_arguments_in_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().splitlines() == ["make-bundle.sh: PART_MB must be a whole number of MiB, got '6x'"]
     r = subprocess.run(["bash", sh], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "usage: make-bundle.sh VLLM_VERSION OUT_DIR [PART_MB]" in r.stderr
+    r = subprocess.run(["bash", sh, "0.34.0", str(tmp_path / "b"), "--beside", str(tmp_path / "none")], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"make-bundle.sh: --beside {tmp_path / 'none'} has no plan.txt"]
+    r = subprocess.run(["bash", sh, "0.34.0", str(tmp_path / "b"), "--override", "flashinfer-python"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "--override wants PKG==VERSION, got 'flashinfer-python'" in r.stderr, r.stderr
+
+
+def test_a_bundle_beside_another_installs_on_its_site_and_names_its_overrides(tmp_path):
+    """make-bundle.sh --beside: a bundle that carries no wheel of its own installs (its vLLM tree only), keeps its
+    bundle-info.txt, and hf.sh puts the base site on the path (HF_BASE_SITE) and exports the pin overrides a run's
+    summary names (hybridfuzz/vllm_facts.py PIN_OVERRIDES_ENV)."""
+    import hashlib
+    import tarfile
+
+    b = tmp_path / "b"
+    (b / "whl").mkdir(parents=True)
+    tree = tmp_path / "tree" / "tinytree"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("X = 2\n")
+    with tarfile.open(b / "vllm-tree.tar.xz", "w:xz") as t:
+        t.add(tree, arcname="tinytree")
+    (b / "bundle-info.txt").write_text("vllm==0.34.0\noverride flashinfer-python==0.7.4\nbeside 0123\n")
+    with tarfile.open(tmp_path / "bundle.tar", "w") as t:
+        for name in ("whl", "vllm-tree.tar.xz", "bundle-info.txt"):
+            t.add(b / name, arcname=name)
+    (tmp_path / "parts").mkdir()
+    data = (tmp_path / "bundle.tar").read_bytes()
+    (tmp_path / "parts" / "part-000").write_bytes(data)
+    (tmp_path / "sha").write_text(hashlib.sha256(data).hexdigest() + "\n")
+    base = tmp_path / "base"
+    (base / "basemod").mkdir(parents=True)
+    (base / "basemod" / "__init__.py").write_text("Y = 3\n")
+    r = subprocess.run(["bash", HF, str(tmp_path / "parts"), str(tmp_path / "sha"), str(tmp_path / "site34"), "--", "python3", "-c",
+                        "import os, tinytree, basemod; print(os.environ['HYBRIDFUZZ_PIN_OVERRIDES'], tinytree.X, basemod.Y)"],
+                       capture_output=True, text=True, env={**os.environ, "HF_BASE_SITE": str(base)}, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "flashinfer-python==0.7.4 2 3", r.stdout
+    assert (tmp_path / "site34" / "bundle-info.txt").read_text().startswith("vllm==0.34.0")
 
 
 def test_host_spec_names_what_the_real_host_lacks():
