@@ -108,18 +108,23 @@ def _install_wake() -> None:
     cpu_worker.CPUWorker.wake_up = wake_up
 
 
+def _notify_after(owner: type, attribute: str, hook: str, notify: str) -> None:
+    """Wrap ``owner.attribute``: after vLLM's own call, each active fault of ``hook`` is told (its ``notify`` method)."""
+    original = getattr(owner, attribute)
+
+    def wrapped(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        for f in _active(hook):
+            getattr(f, notify)()
+        return result
+
+    setattr(owner, attribute, wrapped)
+
+
 def _install_reset() -> None:
     from vllm.v1.core.kv_cache_manager import KVCacheManager
 
-    original = KVCacheManager.reset_prefix_cache
-
-    def reset_prefix_cache(self):
-        result = original(self)
-        for f in _active("reset"):
-            f.reset()
-        return result
-
-    KVCacheManager.reset_prefix_cache = reset_prefix_cache
+    _notify_after(KVCacheManager, "reset_prefix_cache", "reset", "reset")
 
 
 def _install_engine_facts() -> None:
@@ -157,15 +162,7 @@ def _install_gdn_spec() -> None:
 def _install_preempt() -> None:
     from vllm.v1.core.sched.scheduler import Scheduler
 
-    original = Scheduler._preempt_request
-
-    def preempt(self, request, *args, **kwargs):
-        result = original(self, request, *args, **kwargs)
-        for f in _active("preempt"):
-            f.preempted()
-        return result
-
-    Scheduler._preempt_request = preempt
+    _notify_after(Scheduler, "_preempt_request", "preempt", "preempted")
 
 
 def _install_abort() -> None:
