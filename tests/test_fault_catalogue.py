@@ -130,13 +130,16 @@ def test_bench_table_merges_rows_and_summarizes(tmp_path):
 
     path = str(tmp_path / "t.json")
     merge(path, [FaultRow("state-not-zeroed", 120, 1, cases=9, found=True, time_to_find_s=40.0, oracle="self_consistency")], "c1")
-    merge(path, [FaultRow("nan-padding", 120, 1, cases=8), FaultRow(CLEAN, 200, 1, cases=20)], "c2")
-    table = merge(path, [FaultRow("state-not-zeroed", 120, 1, found=True, time_to_find_s=20.0, oracle="health"), FaultRow(CLEAN, 100, 2)], "c3")
+    merge(path, [FaultRow("nan-padding", 120, 1, cases=8), FaultRow(CLEAN, 200, 1, cases=20, dimensions={"abort": 5, "preemption": 2})], "c2")
+    table = merge(path, [FaultRow("state-not-zeroed", 120, 1, found=True, time_to_find_s=20.0, oracle="health"),
+                         FaultRow(CLEAN, 100, 2, dimensions={"preemption": 4})], "c3")
     assert [r["fault"] for r in table["rows"]] == ["nan-padding", "state-not-zeroed", CLEAN, CLEAN]
     assert table["summary"] == {"faults": 2, "found": 1, "found_fraction": 0.5, "median_time_to_find_s": 20.0,
-                                "clean_budget_s": 300, "clean_elapsed_s": 0.0, "clean_cases": 20, "clean_findings": 0}
+                                "clean_budget_s": 300, "clean_elapsed_s": 0.0, "clean_cases": 20, "clean_findings": 0,
+                                "clean_dimensions": {"preemption": 6, "abort": 5}}  # the clean runs' cases per new dimension, summed
     assert table["commands"] == ["c1", "c2", "c3"]
-    assert "1 of 2 faults found" in open(path[:-5] + ".md").read()
+    md = open(path[:-5] + ".md").read()
+    assert "1 of 2 faults found" in md and "(per new dimension: {'preemption': 6, 'abort': 5})" in md
     assert resolve("all")[0] == "state-not-zeroed" and resolve("clean,nan-padding:0.5") == [CLEAN, "nan-padding:0.5"]
 
 

@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,6 +44,9 @@ class FaultRow:
     other: list[str] = field(default_factory=list)  # findings that also fail without the fault (or, clean row: all)
     elapsed_s: float = 0.0
     run_dir: str = ""
+    # cases per new search dimension (hybridfuzz.case.new_dimensions), from the run's events: how many cases each new
+    # oracle judged, so a clean run's "0 false alarms" says over how many
+    dimensions: dict[str, int] = field(default_factory=dict)
 
 
 def _python() -> list[str]:
@@ -108,6 +112,12 @@ def _first_seen(run_dir: str) -> dict[str, float]:
     return seen
 
 
+def _dimensions(run_dir: str) -> dict[str, int]:
+    from hybridfuzz.campaign.records import iter_events
+
+    return dict(Counter(d for e in iter_events(run_dir) for d in e.dimensions).most_common())
+
+
 def fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit, poll_s: float = 5.0, cwd: str | None = None) -> None:
     """Run the fuzz child; stop it (Ctrl-C: it keeps what it found and writes its summary) as soon as one
     case in ``found_dir`` is credited to the fault (``credit(path)``). ``credit`` is None: run the whole budget."""
@@ -171,6 +181,7 @@ def run_fault(fault: str, budget_s: float, seed: int, out_root: str, fuzz_args: 
         row.other.append("no summary.json: the fuzz run failed (see the log beside the run directory)")
         return row
     row.cases = summary["cases"]
+    row.dimensions = _dimensions(run_dir)
     seen = _first_seen(run_dir)
     if os.path.exists(credited):
         _shrink_credited(row, fault, credited, seen, timeout, shrink_s)
@@ -214,7 +225,8 @@ def summarize(rows: list[FaultRow]) -> dict:
     return {"faults": len(faults), "found": len(found), "found_fraction": round(len(found) / len(faults), 3) if faults else None,
             "median_time_to_find_s": round(statistics.median(times), 1) if times else None,
             "clean_budget_s": sum(r.budget_s for r in clean), "clean_elapsed_s": round(sum(r.elapsed_s for r in clean), 1),
-            "clean_cases": sum(r.cases for r in clean), "clean_findings": sum(len(r.other) for r in clean)}
+            "clean_cases": sum(r.cases for r in clean), "clean_findings": sum(len(r.other) for r in clean),
+            "clean_dimensions": dict(sum((Counter(r.dimensions) for r in clean), Counter()).most_common())}
 
 
 def faults_elapsed_s(path: str) -> float:
@@ -268,8 +280,8 @@ def markdown(table: dict) -> str:
     med = s["median_time_to_find_s"]
     lines += ["", f"**Summary**: {s['found']} of {s['faults']} faults found; median time to find "
                   f"{'n/a' if med is None else f'{med:.0f} s'}; clean run {s.get('clean_elapsed_s', 0):.0f} s of a {s['clean_budget_s']:.0f} s budget, "
-                  f"{s.get('clean_cases', 0)} cases, {s['clean_findings']} findings "
-                  "(each is a false alarm or a real bug: judge it by hand).", ""]
+                  f"{s.get('clean_cases', 0)} cases (per new dimension: {s.get('clean_dimensions') or 'none recorded'}), "
+                  f"{s['clean_findings']} findings (each is a false alarm or a real bug: judge it by hand).", ""]
     return "\n".join(lines)
 
 
