@@ -55,7 +55,7 @@ PY
 fi
 export PYTHONPATH="$src:$site${HF_BASE_SITE:+:$HF_BASE_SITE}${PYTHONPATH:+:$PYTHONPATH}"
 # the bundle's pin overrides, for the run's summary (hybridfuzz/vllm_facts.py PIN_OVERRIDES_ENV)
-HYBRIDFUZZ_PIN_OVERRIDES=$(sed -n 's/^override //p' "$site/bundle-info.txt" 2>/dev/null | paste -sd, -)
+HYBRIDFUZZ_PIN_OVERRIDES=$( { sed -n 's/^override //p' "$site/bundle-info.txt" 2>/dev/null || true; } | paste -sd, -)
 export HYBRIDFUZZ_PIN_OVERRIDES
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
 cd "$src"

@@ -76,7 +76,9 @@ def test_the_shrinking_share_counts_the_shrink_under_way_and_caps_it():
     assert 0.29 < shrink_share(stats, 100) < 0.31
     cfg = FuzzConfig(budget_s=1200, out_dir="unused", findings_dir="unused")
     assert cfg.shrink_share_cap == 0.25 and not shrink_share_spent(cfg, stats)  # 30 s of the 300 s share
-    stats.shrink_s = 290.0
+    stats.shrink_s = 240.0  # 260 s with the shrink under way: 90 % of the share (SHARE_MARGIN) was 270
+    assert not shrink_share_spent(cfg, stats)
+    stats.shrink_s = 260.0
     assert shrink_share_spent(cfg, stats)
     stats.shrink_since = None  # no shrink under way: nothing to end
     assert not shrink_share_spent(cfg, stats)

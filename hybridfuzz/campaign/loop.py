@@ -147,6 +147,9 @@ class FuzzLoop:
             if self.background is not None:
                 self.background.found(case, result)
             elif self.target.is_target(case, result):
+                if shrink_share_spent(self.cfg, self.stats):  # no shrinking left in this run: replayed, reported unshrunk
+                    self.target.finish()
+                    continue
                 raise FoundBug(result.verdict.one_line())  # the one raise site: Hypothesis sees one bug throughout
 
     def _taken(self, signature: str) -> bool:
