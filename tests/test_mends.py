@@ -54,14 +54,28 @@ def test_an_unknown_mend_is_one_line_before_any_work():
 def test_a_replay_with_a_mend_records_that_its_engine_ran_the_mended_code(tmp_path):
     """The variable alone is no evidence: the H200 replays of 2026-12-04 that still diverged with scale-fill recorded
     only HYBRIDFUZZ_MEND. The engine's settings now say which mends vLLM's own classes carry once the engine is up."""
-    import json
 
     (tmp_path / "case.yaml").write_text("model: {layers: [linear_attention, full_attention]}\n"
                                         "steps:\n- generate: {prompts: [[5, 6, 7]], max_tokens: 2}\n")
     env = {k: v for k, v in os.environ.items() if k not in (mends.ENV, "HYBRIDFUZZ_FAULT")}
-    for extra, expected in (({mends.ENV: "scale-fill"}, ["scale-fill"]), ({}, None),
-                            ({mends.ENV: "prefill-eager"}, ["prefill-eager"])):
-        p = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "replay", str(tmp_path / "case.yaml"), "--json"],
-                           env={**env, **extra}, capture_output=True, text=True, cwd=ROOT, timeout=900)
-        assert p.returncode == 0, p.stdout + p.stderr[-3000:]
-        assert json.loads(p.stdout)["engine_settings"].get("mends_in_place") == expected, p.stdout
+    for extra, expected in (({mends.ENV: "scale-fill"}, ["scale-fill"]), ({}, None)):
+        assert _mends_in_place(tmp_path, {**env, **extra}) == expected
+
+
+def _mends_in_place(tmp_path, env: dict) -> list[str] | None:
+    """The engine settings' ``mends_in_place`` of a replay of tmp_path/case.yaml under ``env``."""
+    import json
+
+    p = subprocess.run([sys.executable, "-m", "hybridfuzz.cli", "replay", str(tmp_path / "case.yaml"), "--json"],
+                       env=env, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+    return json.loads(p.stdout)["engine_settings"].get("mends_in_place")
+
+
+@pytest.mark.slow
+@pytest.mark.engine
+def test_the_prefill_eager_mend_is_recorded_in_place_too(tmp_path):
+    (tmp_path / "case.yaml").write_text("model: {layers: [linear_attention, full_attention]}\n"
+                                        "steps:\n- generate: {prompts: [[5, 6, 7]], max_tokens: 2}\n")
+    env = {k: v for k, v in os.environ.items() if k not in (mends.ENV, "HYBRIDFUZZ_FAULT")}
+    assert _mends_in_place(tmp_path, {**env, mends.ENV: "prefill-eager"}) == ["prefill-eager"]

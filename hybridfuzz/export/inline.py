@@ -374,6 +374,23 @@ def inline_template(template: str, data: str, extra_roots: list[tuple[str, Any]]
     ``extra_roots`` (name, object) are copied too, replacing a template import of the same name."""
     b0, b1 = _block(template, BEGIN, END, "inline")
     d0, d1 = _block(template, DATA_BEGIN, DATA_END, "data")
+    copied = _copied(template, tuple(extra_roots))
+    out: list[str] = []
+    for i, ln in enumerate(template.splitlines(keepends=True)):
+        if i == b0:
+            out.append(copied)
+        elif i == d0:
+            out.append(data.rstrip() + "\n")
+        elif not (b0 < i <= b1 or d0 < i <= d1):
+            out.append(ln)
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=32)
+def _copied(template: str, extra_roots: tuple[tuple[str, Any], ...]) -> str:
+    """The inline block's replacement: the copied hybridfuzz source, the same for every case of one template (so it is
+    made once per process: the script/judge property test inlines 150 scripts)."""
+    b0, b1 = _block(template, BEGIN, END, "inline")
     lines = template.splitlines(keepends=True)
     roots = dict(imported_objects("".join(lines[b0 + 1:b1])))
     roots.update(dict(extra_roots))  # a root of the same name replaces the template's stand-in
@@ -388,17 +405,8 @@ def inline_template(template: str, data: str, extra_roots: list[tuple[str, Any]]
     if walker.missing:
         name, who = sorted(walker.missing.items())[0]
         raise InlineError(f"copied code ({who}) needs {name!r}: import it at the top of the template")
-    copied = walker.emit()
     header = f"# ---- copied by hybridfuzz export from hybridfuzz's own source ({len(walker.defs)} definitions); do not edit\n"
-    out: list[str] = []
-    for i, ln in enumerate(lines):
-        if i == b0:
-            out.append(header + copied.rstrip() + "\n# ---- end of copied code\n")
-        elif i == d0:
-            out.append(data.rstrip() + "\n")
-        elif not (b0 < i <= b1 or d0 < i <= d1):
-            out.append(ln)
-    return "".join(out)
+    return header + walker.emit().rstrip() + "\n# ---- end of copied code\n"
 
 
 @functools.lru_cache(maxsize=None)
