@@ -146,8 +146,13 @@ class FuzzLoop:
                 continue
             if self.background is not None:
                 self.background.found(case, result)
-            elif self.target.is_target(case, result):
-                if shrink_share_spent(self.cfg, self.stats):  # no shrinking left in this run: replayed, reported unshrunk
+                continue
+            starting = self._target is None
+            if self.target.is_target(case, result):
+                # a new target when the run has no shrinking left: replayed and reported unshrunk, and Hypothesis never
+                # sees it fail (a target already shrinking ends at the next session instead: were it finished here,
+                # Hypothesis's last replay of its failing example would pass, and it raises FlakyFailure)
+                if starting and shrink_share_spent(self.cfg, self.stats):
                     self.target.finish()
                     continue
                 raise FoundBug(result.verdict.one_line())  # the one raise site: Hypothesis sees one bug throughout
