@@ -40,6 +40,15 @@ def test_repeat_with_hit_passes():
     assert v.status == "pass" and "1 repeated" in v.summary
 
 
+def test_a_repeat_asking_for_prompt_logprobs_is_promised_no_hit():
+    """vLLM skips reading the prefix cache for a request with prompt_logprobs (SamplingParams.skip_reading_prefix_cache)."""
+    case = _case(Generate(prompts=[LONG]), Generate(prompts=[LONG], prompt_logprobs=1))
+    v = check_prefix_cache(case, _trace(ALIGN, ("generate", [_res(LONG, 0)]), ("generate", [_res(LONG, 0)])))
+    assert v.status == "pass", v
+    again = _case(Generate(prompts=[LONG], prompt_logprobs=1), Generate(prompts=[LONG]))  # the repeat itself asks none
+    assert check_prefix_cache(again, _trace(ALIGN, ("generate", [_res(LONG, 0)]), ("generate", [_res(LONG, 0)]))).status == "divergence"
+
+
 def test_no_alarm_where_vllm_promises_no_hit():
     case = _case(Generate(prompts=[LONG]), Generate(prompts=[LONG]))
     two = (("generate", [_res(LONG, 0)]), ("generate", [_res(LONG, 0)]))

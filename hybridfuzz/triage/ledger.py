@@ -159,6 +159,8 @@ def case_settings(case: Case) -> dict[str, Any]:
     prompts = [p for s in case.steps if isinstance(s, (Generate, Submit)) for p in s.prompts]
     out["one_token_prompt"] = any(len(p) == 1 for p in prompts)
     out["recurrent_layers"] = bool(set(case.model.layers) & RECURRENT_LAYERS)
+    # the speculative method, None without speculative decoding: a cause set can say "any spec method" as a list
+    out["spec_method"] = case.engine.speculative_config.method if case.engine.speculative_config else None
     return out
 
 
@@ -168,7 +170,7 @@ def _cause_keys() -> set[str]:
 
     return ({f.name for f in dataclasses.fields(EngineConfig)} - {"env", "extra"}
             | {f"model.{f.name}" for f in dataclasses.fields(ModelSpec)} - {"model.layers", "model.architecture"}
-            | {"architecture", "layers", "steps", "one_token_prompt", "recurrent_layers"})
+            | {"architecture", "layers", "steps", "one_token_prompt", "recurrent_layers", "spec_method"})
 
 
 def cause_holds(cause: dict[str, Any], settings: dict[str, Any]) -> bool:
