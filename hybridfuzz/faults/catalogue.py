@@ -70,8 +70,7 @@ class Fault:
     def wake(self, worker, quantized: bool) -> None: ...
     def reset(self) -> None: ...
     def spec_accepted(self, meta, num_accepted): return num_accepted  # the accepted-token counts a GDN verify step reads
-    def preempted(self) -> None: ...
-    def aborted(self) -> None: ...
+    def scheduler_event(self) -> None: ...  # a preemption ("preempt" hook) or an abort ("abort" hook) just happened
     def seeded(self, request) -> None: ...  # a request with its own generator joins the model runner's batch
     def async_output(self, request, new_token_ids: list[int]) -> list[int]: return new_token_ids
 
@@ -451,7 +450,7 @@ class EventTenant(LastTenant):
     ResetKeepsState's: the scheduler and the worker share one process in the fork server's engines."""
     epochs: ClassVar[dict[str, int]] = {}
 
-    def bump(self) -> None:
+    def scheduler_event(self) -> None:
         EventTenant.epochs[self.name] = EventTenant.epochs.get(self.name, 0) + 1
         debug(f"{self.name}: event {EventTenant.epochs[self.name]}")
 
@@ -502,9 +501,6 @@ class PreemptDirtyState(EventTenant):
     hooks = ("gdn", "preempt")
     graded = "probability per new request after a preemption"
 
-    def preempted(self) -> None:
-        self.bump()
-
 
 class AbortDirtySlot(EventTenant):
     """An aborted request's freed state slot handed on dirty.
@@ -517,9 +513,6 @@ class AbortDirtySlot(EventTenant):
     name = "abort-dirty-slot"
     hooks = ("gdn", "abort")
     graded = "probability per new request after an abort"
-
-    def aborted(self) -> None:
-        self.bump()
 
 
 class SeedAfterCacheHit(Fault):

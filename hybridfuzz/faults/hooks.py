@@ -162,7 +162,7 @@ def _install_gdn_spec() -> None:
 def _install_preempt() -> None:
     from vllm.v1.core.sched.scheduler import Scheduler
 
-    _notify_after(Scheduler, "_preempt_request", "preempt", "preempted")
+    _notify_after(Scheduler, "_preempt_request", "preempt", "scheduler_event")
 
 
 def _install_abort() -> None:
@@ -175,7 +175,7 @@ def _install_abort() -> None:
         finished = original(self, request_ids, finished_status)
         if finished_status == RequestStatus.FINISHED_ABORTED and finished:
             for f in _active("abort"):
-                f.aborted()
+                f.scheduler_event()
         return finished
 
     Scheduler.finish_requests = finish_requests
