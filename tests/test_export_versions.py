@@ -150,6 +150,11 @@ def test_the_representative_is_the_smallest_member_seen_on_the_bugs_device(tmp_p
     assert representative([on_gpu, members[0]], "any") is on_gpu
     assert representative([on_gpu, members[0]], "any", here="cpu") is members[0]
     assert representative([on_gpu, members[0]], "any", here="gpu") is on_gpu
+    # a member with a draft model (which the standalone reproducer does not build) only when no other shows the bug
+    from hybridfuzz.case import SpeculativeConfig
+
+    drafted = Member("drafted.yaml", small.replace(engine=dataclasses.replace(small.engine, speculative_config=SpeculativeConfig("draft_model", 1))))
+    assert representative([drafted, members[0]], "cpu") is members[0] and representative([drafted], "cpu") is drafted
     obs = bug_observation(small, bug)  # the bug's symptom (nan), not the SIGILL the case gave last, on an AMX CPU
     assert obs.signature == "health:nonfinite:8abdf458" and obs.vllm == "0.32.0"
     assert read_bugs(ledger.path)["cpu-turboquant-nan"].runs == []

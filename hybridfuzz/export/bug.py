@@ -50,14 +50,21 @@ def prompt_tokens(case: Case) -> int:
     return sum(len(p) for s in case.steps if isinstance(s, (Generate, Submit)) for p in s.prompts)
 
 
+def needs_draft_model(case: Case) -> bool:
+    """Speculative decoding with a draft model: hybridfuzz builds that tiny model (engines/speculative.py), the standalone
+    reproducer does not yet, so such a member is exported only when no other member shows the bug."""
+    spec = case.engine.speculative_config
+    return spec is not None and spec.method == "draft_model"
+
+
 def representative(members: list[Member], device: str, here: str | None = None) -> Member:
     """The member a maintainer reads first: the smallest, seen last on the bug's kind of device if any was; for a bug
     of any device, one seen on ``here`` (the kind of machine the export runs on) if any was: a GPU export of
     hybrid-no-mamba-layers-assertion first picked its CPU member, which passed on the H100 (2026-12-06)."""
     def key(m: Member):
         kind = device_kind_of(m.case)
-        return (not on(kind, device), here is not None and kind != here, len(m.case.steps), len(m.case.model.layers),
-                prompt_tokens(m.case), m.path)
+        return (not on(kind, device), here is not None and kind != here, needs_draft_model(m.case), len(m.case.steps),
+                len(m.case.model.layers), prompt_tokens(m.case), m.path)
     return min(members, key=key)
 
 
