@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from hybridfuzz.campaign.config import FuzzConfig
 from hybridfuzz.campaign.counting import shrink_share
 from hybridfuzz.cli import options
 from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UNSUPPORTED, UsageError
@@ -31,6 +32,9 @@ def add_arguments(p) -> None:
     options.add_narrowing(p)
     options.add_case_limits(p)
     options.add_engine_use(p)
+    p.add_argument("--shrink-share", type=options.share, default=FuzzConfig.shrink_share_cap, metavar="FRACTION",
+                   help="inline shrinking stops once this share of the budget went to it; later findings are reported "
+                        f"unshrunk (default {FuzzConfig.shrink_share_cap}; 1: shrink each finding fully)")
     options.add_json(p)
 
 
@@ -65,7 +69,7 @@ def _seconds(value) -> str:
 
 
 def run(args) -> int:
-    from hybridfuzz.campaign.loop import FuzzConfig, FuzzLoop
+    from hybridfuzz.campaign.loop import FuzzLoop
     from hybridfuzz.triage.ledger import ledger_of
     from hybridfuzz.campaign.stats import host_lost_line
     from hybridfuzz.hosts import make_host
@@ -106,7 +110,7 @@ def run(args) -> int:
     cfg = FuzzConfig(budget_s=args.budget, out_dir=out, findings_dir=findings, seed=args.seed, timeout_s=args.timeout,
                      known_dirs=known, max_layers=args.max_layers, max_steps=use.max_steps, cases_per_engine=use.cases_per_engine,
                      shrink=use.shrink, shrink_parallel=use.shrink_parallel, engine_slots=workers,
-                     memory_dir=os.path.join(out, "outcomes"), ledger=ledger_of(known))
+                     memory_dir=os.path.join(out, "outcomes"), ledger=ledger_of(known), shrink_share_cap=args.shrink_share)
     loop = None
     try:
         with make_host(args.host, workers=workers, timeout=args.timeout) as host:

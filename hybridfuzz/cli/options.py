@@ -59,6 +59,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """A fraction in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.25; got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1; got {text!r}")
+    return value
+
+
 def add_budget(p, default: str, what: str = "wall-clock budget") -> None:
     p.add_argument("--budget", type=_duration, default=parse_duration(default), metavar="DURATION",
                    help=f"{what}, e.g. 90s, 20m, 2h (default {default})")
