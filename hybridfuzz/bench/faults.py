@@ -113,9 +113,9 @@ def _first_seen(run_dir: str) -> dict[str, float]:
 
 
 def _dimensions(run_dir: str) -> dict[str, int]:
-    from hybridfuzz.campaign.records import iter_events
+    from hybridfuzz.campaign.records import dimension_counts, iter_events
 
-    return dict(Counter(d for e in iter_events(run_dir) for d in e.dimensions).most_common())
+    return dimension_counts(iter_events(run_dir))
 
 
 def fuzz_until_credited(cmd: list[str], env: dict, log, found_dir: str, credit, poll_s: float = 5.0, cwd: str | None = None) -> None:

@@ -121,6 +121,13 @@ class CaseEvent:
                    one_token_prompt=str(d.get("one_token_prompt", "")), dimensions=tuple(d.get("dimensions") or ()), worker=worker)
 
 
+def dimension_counts(events) -> dict[str, int]:
+    """Cases per new search dimension over these events, most used first (campaign summaries, fault-bench rows)."""
+    from collections import Counter
+
+    return dict(Counter(d for e in events for d in e.dimensions).most_common())
+
+
 def event_files(run_dir: str) -> list[tuple[str, str]]:
     """(worker, path) of every events.jsonl of a fuzz or campaign directory, workers in index order."""
     out = [("", os.path.join(run_dir, "events.jsonl"))]

@@ -10,7 +10,7 @@ import os
 from collections import Counter, defaultdict
 from statistics import median
 
-from hybridfuzz.campaign.records import CaseEvent, FindingState, iter_events
+from hybridfuzz.campaign.records import CaseEvent, FindingState, dimension_counts, iter_events
 from hybridfuzz.campaign.state import FindingStore
 from hybridfuzz.vllm_facts import PIN_OVERRIDES_ENV, vllm_version
 
@@ -88,14 +88,11 @@ def space_and_pace(events: list[CaseEvent]) -> dict:
     families: dict[str, int] = defaultdict(int)
     graphs: dict[str, int] = defaultdict(int)
     memories: dict[str, int] = defaultdict(int)
-    dimensions: dict[str, int] = defaultdict(int)
     session_s: dict[str, list[float]] = defaultdict(list)
     for e in events:
         families[e.family or "?"] += 1
         graphs[e.graphs or "?"] += 1
         memories[e.memory or "?"] += 1
-        for d in e.dimensions:
-            dimensions[d] += 1
         if e.session_s:
             session_s[e.graphs or "?"].append(e.session_s)
     starts = [e.startup_s for e in events if e.startup_s]
@@ -105,7 +102,7 @@ def space_and_pace(events: list[CaseEvent]) -> dict:
     warm = round((len(walls) - 1) / ((walls[-1] - walls[0]) / 60), 1) if len(walls) > 2 and walls[-1] > walls[0] else None
     return {"families": dict(sorted(families.items(), key=lambda kv: -kv[1])), "graphs": dict(graphs),
             "memory": dict(memories),
-            "dimensions": dict(sorted(dimensions.items(), key=lambda kv: -kv[1])),
+            "dimensions": dimension_counts(events),
             "new_dimension_cases": sum(1 for e in events if e.dimensions),
             "median_session_s": {k: round(median(v), 1) for k, v in session_s.items()},
             "median_case_s": {k: round(median(e.seconds for e in events if (e.graphs or "?") == k), 1) for k in graphs},
