@@ -240,6 +240,9 @@ def test_ctrl_c_during_fuzz_keeps_what_was_found(tmp_path):
     assert "Traceback" not in stdout + stderr, stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["cases"] >= 1
+    # the new dimensions are counted in a fuzz run's summary and last lines, as in a campaign's
+    assert 0 <= summary["new_dimension_cases"] <= summary["cases"] and sum(summary["dimensions"].values()) >= summary["new_dimension_cases"]
+    assert f"new dimensions: {summary['new_dimension_cases']} of {summary['cases']} cases" in stderr + stdout
     for name in os.listdir(found):
         case = load_case_file(str(found / name))  # complete, parseable
         assert case.observed and case.observed[-1].signature

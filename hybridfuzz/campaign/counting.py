@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from hybridfuzz.campaign.records import FoundRecord
-from hybridfuzz.case import Case
+from hybridfuzz.case import Case, new_dimensions
 from hybridfuzz.engines.base import cpu_seconds, refusal_reason
 from hybridfuzz.engines.offline import SLEEP_CHECK_KEY
 from hybridfuzz.executor import Result
@@ -59,12 +59,17 @@ class Stats:
     noise_set_aside: Counter = field(default_factory=Counter)  # passing cases with pairs a control or BATCH_SCALES showed noise, by why
     deviceless_in_a_row: int = 0  # cases in a row whose engine saw no device (engines/base.py device_gone)
     host_lost: bool = False  # the loop stopped early on HOST_LOST_CASES of them (host_lost)
+    dimensions: Counter = field(default_factory=Counter)  # cases per new search dimension (case.py new_dimensions)
+    new_dimension_cases: int = 0  # cases that used one or more
 
 
 def count_case(s: Stats, case: Case, result: Result) -> None:
     """One case that ran: its steps, the engines it started and their time, a refusal by its reason."""
     s.cases += 1
     s.steps += len(case.steps)
+    used = new_dimensions(case)
+    s.dimensions.update(used)
+    s.new_dimension_cases += bool(used)
     for trace in (result.trace, result.reference, *result.controls.values()):
         if trace is None:
             continue

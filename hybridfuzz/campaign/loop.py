@@ -53,7 +53,7 @@ from hybridfuzz.oracles.reference import reference_distance
 from hybridfuzz.store import write_atomic
 from hybridfuzz.strategies import sessions
 from hybridfuzz.triage.findings import known_kv_classes, known_signatures
-from hybridfuzz.vllm_facts import vllm_version
+from hybridfuzz.vllm_facts import PIN_OVERRIDES_ENV, vllm_version
 
 # What other modules and the tests import from here (the parts live in config, counting, pacing, confirm, shrinking).
 __all__ = ["BudgetSpent", "DRAW_AHEAD", "DRAW_AHEAD_CASES", "FIRST_BATCH_SESSIONS", "FoundBug", "FuzzConfig", "FuzzLoop",
@@ -287,7 +287,9 @@ class FuzzLoop:
             known_class=list(s.known_class), known_bug=list(s.known_bug), shrink_share=shrink_share(s, time.time() - s.started),
             fault_injected=os.environ.get("HYBRIDFUZZ_FAULT", ""),
             interrupted=self.interrupted, host_lost=s.host_lost, **throughput(s, time.time() - s.started, self.cfg.engine_slots),
-            cases_per_engine=self.cfg.cases_per_engine, shrink=self.cfg.shrink)
+            cases_per_engine=self.cfg.cases_per_engine, shrink=self.cfg.shrink,
+            dimensions=dict(s.dimensions.most_common()), new_dimension_cases=s.new_dimension_cases,
+            pin_overrides=os.environ.get(PIN_OVERRIDES_ENV, ""))
 
     def write_summary(self) -> RunSummary:
         summary = self.summary()

@@ -223,6 +223,10 @@ class RunSummary:
     noise_set_aside: dict[str, int] = field(default_factory=dict)  # passing cases whose differing pairs a control or BATCH_SCALES called noise, by which
     cases_per_engine: int = 1
     shrink: str = "inline"
+    # the new search dimensions (case.py new_dimensions): cases per dimension, and cases that used any
+    dimensions: dict[str, int] = field(default_factory=dict)
+    new_dimension_cases: int = 0
+    pin_overrides: str = ""  # the bundle's pin overrides (vllm_facts.PIN_OVERRIDES_ENV), beside ``vllm``
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2)

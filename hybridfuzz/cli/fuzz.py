@@ -11,6 +11,7 @@ import time
 from hybridfuzz.campaign.config import FuzzConfig
 from hybridfuzz.campaign.counting import shrink_share
 from hybridfuzz.cli import options
+from hybridfuzz.cli.campaign import dimensions_line
 from hybridfuzz.cli.errors import FOUND, INTERRUPTED, OK, UNSUPPORTED, UsageError
 from hybridfuzz.triage.findings import in_checkout
 
@@ -133,6 +134,7 @@ def run(args) -> int:
         f"{f', {len(summary.known_bug)} re-finds of ledger bugs' if summary.known_bug else ''}; "
         f"time to first finding {_seconds(summary.time_to_first_finding_s)}; shrinking {summary.shrink_s}s "
         f"({summary.shrink_share:.0%} of the run); not replayed {summary.not_replayed}")
+    say(dimensions_line(dataclasses.asdict(summary)))
     for f in summary.finding_list:
         say(f"  {f.signature}: {f.path}\n    {f.summary}")
     if met:  # written as found, neither shrunk nor replayed; a later run reads them as known and leaves them so
