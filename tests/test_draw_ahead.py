@@ -15,15 +15,18 @@ H200_026 = Platform(device="cuda", kv_cache_dtypes=("auto", "float16", "bfloat16
 def test_a_drawn_ahead_batch_is_not_the_simplest_sessions_over_and_over():
     """Hypothesis's first examples of a run zero-extend a short prefix (auto KV, one layer, no sleep mode); run one
     at a time on a GPU they were the whole campaign: 73 of 102 sessions drew auto (H200, 2026-12-01). A drawn-ahead
-    batch has that phase as a tenth, shuffled in."""
-    batch = draw_ahead(sessions(H200_026, 8, 6, 12, sleepwake.OFFLINE), seed=7, n=DRAW_AHEAD)
-    assert len(batch) == DRAW_AHEAD and all(len(s) == 12 for s in batch)
-    first = [s[0] for s in batch]
+    batch has that phase as a tenth, shuffled in. Hypothesis mutates earlier examples, so one batch's share of sleep
+    mode swings with its version (seed 7: 0.33 under 6.155, 0.24 under another); four batches pooled do not."""
+    batches = [draw_ahead(sessions(H200_026, 8, 6, 12, sleepwake.OFFLINE), seed=seed, n=DRAW_AHEAD)
+               for seed in (7, 11, 12, 13)]
+    assert all(len(b) == DRAW_AHEAD and all(len(s) == 12 for s in b) for b in batches)
+    first = [b[0] for batch in batches for b in batch]
     auto = sum(c.engine.kv_cache_dtype == "auto" for c in first) / len(first)
     sleep_mode = sum(c.engine.enable_sleep_mode for c in first) / len(first)
     assert auto <= 0.3, auto
     assert sleep_mode >= 0.3, sleep_mode
-    assert sum(c.engine.kv_cache_dtype == "auto" for c in first[:10]) <= 6  # the head of the run order is mixed too
+    for batch in batches:  # the head of each run order is mixed too
+        assert sum(s[0].engine.kv_cache_dtype == "auto" for s in batch[:10]) <= 6
 
 
 def test_draw_ahead_is_reproducible_per_seed():
