@@ -107,6 +107,20 @@ def test_a_new_finding_matches_by_device_cause_and_symptom(tmp_path):
     assert ledger.match(gpu, "health:nonfinite:ffff0000") is None  # another kind of device
 
 
+def test_a_signature_known_only_as_a_ledger_bugs_is_known_only_inside_its_cause_set(tmp_path):
+    """Signatures name oracle, symptom and family: a member's signature must not hide another cause's finding."""
+    from hybridfuzz.triage.findings import ledger_bound_signatures
+
+    ledger = load_ledger(_corpus(tmp_path, with_bug=True))
+    sig = load_case_file(str(tmp_path / "found" / "a.yaml")).observed[-1].signature
+    assert ledger_bound_signatures(ledger, str(tmp_path)) == {sig}
+    assert ledger.match(load_case(CASE), sig) is not None  # inside the cause set: a re-find, still known
+    assert ledger.match(load_case(CASE).replace(engine=load_case(CASE).engine.__class__(kv_cache_dtype="auto")), sig) is None
+    (tmp_path / "found" / "b.yaml").write_text(CASE)  # the same signature in a case with no bug: known everywhere
+    assert ledger_bound_signatures(ledger, str(tmp_path)) == set()
+    assert ledger_bound_signatures(None, str(tmp_path)) == set()
+
+
 def test_cause_sets_of_layer_and_step_kinds_name_what_must_be_present():
     settings = case_settings(load_case(CASE))
     assert settings["layers"] == ["attention", "mamba"] and settings["steps"] == ["sleep", "wake_up"]

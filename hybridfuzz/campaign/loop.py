@@ -52,7 +52,7 @@ from hybridfuzz.oracles.consistency import repeat_drift
 from hybridfuzz.oracles.reference import reference_distance
 from hybridfuzz.store import write_atomic
 from hybridfuzz.strategies import sessions
-from hybridfuzz.triage.findings import known_kv_classes, known_signatures
+from hybridfuzz.triage.findings import known_kv_classes, known_signatures, ledger_bound_signatures
 from hybridfuzz.vllm_facts import PIN_OVERRIDES_ENV, vllm_version
 
 # What other modules and the tests import from here (the parts live in config, counting, pacing, confirm, shrinking).
@@ -79,6 +79,8 @@ class FuzzLoop:
         self.progress = progress or (lambda stats, phase: None)
         os.makedirs(config.out_dir, exist_ok=True)
         self.known = config.known_fn() if config.known_fn else known_signatures(config.findings_dir, *config.known_dirs, on=device_kind(platform.device))
+        # corpus signatures known only as ledger bugs' members: known for a case only where the bug's cause set holds
+        self.ledger_bound = ledger_bound_signatures(config.ledger, *config.known_dirs, on=device_kind(platform.device))
         self.writer = FindingWriter(config, known_kv_classes(config.findings_dir, *config.known_dirs))
         self._events = open(os.path.join(config.out_dir, "events.jsonl"), "a")
         self.pacing = Pacing(self.stats.started + config.budget_s, config.cases_per_engine)
@@ -134,6 +136,7 @@ class FuzzLoop:
         self.progress(self.stats, phase)
         for i, result in enumerate(results):
             v = result.verdict
+            self._unbind_other_cause(session[i], result)
             if v.status != "divergence" or v.signature in self.known:
                 continue
             if self._taken(v.signature):
@@ -156,6 +159,15 @@ class FuzzLoop:
                     self.target.finish()
                     continue
                 raise FoundBug(result.verdict.one_line())  # the one raise site: Hypothesis sees one bug throughout
+
+    def _unbind_other_cause(self, case: Case, result: Result) -> None:
+        """A divergence whose signature the corpus shows only as a ledger bug's, in a case outside every such bug's cause
+        set, is another bug with the same symptom: its signature stops being known, so it is confirmed, filed and shrunk
+        as new (once: the finding it becomes makes the signature known again)."""
+        sig = result.verdict.signature
+        if sig in self.ledger_bound and self.cfg.ledger.match(case, sig, result.trace.env.get("vllm", "")) is None:
+            self.ledger_bound.discard(sig)
+            self.known.discard(sig)
 
     def _taken(self, signature: str) -> bool:
         return self.cfg.taken is not None and self.cfg.taken(signature)

@@ -91,6 +91,22 @@ def known_signatures(*dirs: str, on: DeviceKind | None = None, release: str | No
             if (on is None or device_kind(o.device) == on) and (release is None or o.vllm == release)}
 
 
+def ledger_bound_signatures(ledger, *dirs: str, on: DeviceKind | None = None) -> set[str]:
+    """Signatures that the cases under ``dirs`` show only as members of real ledger bugs (a ``bug:`` naming a bug, not
+    noise or a refusal). A signature names oracle, symptom and family, not the cause: on a Qwen3-Next model every
+    seeded request that samples other tokens at token 0 is one signature, so the reload_weights bug's member hid the
+    abort-dirty-slot fault in 12 of 12 abort cases of a fault bench (2026-12-07). A finding with such a signature is
+    known only where the ledger's ``match`` puts it in a bug (its cause set holds)."""
+    bound: set[str] = set()
+    free: set[str] = set()
+    for _, case, o, sig in _observed_signatures(*dirs):
+        if on is not None and device_kind(o.device) != on:
+            continue
+        bug = ledger.bugs.get(case.bug) if ledger is not None and case.bug else None
+        (bound if bug is not None and bug.is_bug else free).add(sig)
+    return bound - free
+
+
 @dataclass(frozen=True)
 class KvClass:
     """A bug class that a quantised KV cache dtype causes: its symptom, on one vLLM release and one kind of device.
