@@ -95,7 +95,7 @@ def ledger_bound_signatures(ledger, *dirs: str, on: DeviceKind | None = None) ->
     """Signatures that the cases under ``dirs`` show only as members of real ledger bugs (a ``bug:`` naming a bug, not
     noise or a refusal). A signature names oracle, symptom and family, not the cause: on a Qwen3-Next model every
     seeded request that samples other tokens at token 0 is one signature, so the reload_weights bug's member hid the
-    abort-dirty-slot fault in 12 of 12 abort cases of a fault bench (2026-12-07). A finding with such a signature is
+    abort-dirty-slot fault in 7 of the 12 abort cases of a fault bench (2026-12-07), none with a reload step. A finding with such a signature is
     known only where the ledger's ``match`` puts it in a bug (its cause set holds)."""
     bound: set[str] = set()
     free: set[str] = set()

@@ -171,10 +171,9 @@ def _engine_fields() -> set[str]:
 
 
 def _cause_keys() -> set[str]:
-    from hybridfuzz.case import EngineConfig
     from hybridfuzz.model import ModelSpec
 
-    return ({f.name for f in dataclasses.fields(EngineConfig)} - {"env", "extra"}
+    return (_engine_fields()
             | {f"model.{f.name}" for f in dataclasses.fields(ModelSpec)} - {"model.layers", "model.architecture"}
             | {"architecture", "layers", "steps", "one_token_prompt", "recurrent_layers", "spec_method"})
 
