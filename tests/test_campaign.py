@@ -342,6 +342,38 @@ def test_kill9_mid_shrink_loses_no_finding(fault_campaign):
     assert summary["findings"] >= 1, f"the finding was replayed and reported after the restart: {summary['finding_list']}"
 
 
+def test_only_a_process_first_run_replays_the_example_database():
+    """A run after a finding would replay the finding's shrink steps from the database, each a re-find; the first run
+    of a process replays them, as a killed run resumes so. Checked on Hypothesis itself (no engine): one failing run
+    saves its shrunk example, 500000; a later run replays it, another later run does not."""
+    from hypothesis import given, settings, strategies as st
+    from hypothesis.database import InMemoryExampleDatabase
+
+    from hybridfuzz.campaign.loop import hypothesis_phases
+
+    db = InMemoryExampleDatabase()
+
+    def run(first: bool, fail: bool) -> list[int]:
+        seen: list[int] = []
+
+        @settings(database=db, max_examples=20, phases=hypothesis_phases(first), deadline=None)
+        @given(st.integers(0, 10**6))
+        def test(n):
+            seen.append(n)
+            assert not (fail and n >= 500_000)
+
+        try:
+            test()
+        except AssertionError:
+            pass
+        return seen
+
+    while 500_000 not in run(first=True, fail=True):  # until a run found and shrank the failure
+        pass
+    assert 500_000 not in run(first=False, fail=False)
+    assert 500_000 in run(first=True, fail=False)
+
+
 def test_a_worker_keeps_examples_another_worker_is_shrinking():
     from hypothesis.database import InMemoryExampleDatabase
 
