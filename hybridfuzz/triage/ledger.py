@@ -104,20 +104,25 @@ class Ledger:
         """The ledger bug a new finding belongs to: a bug (not noise or a refusal: the oracles' tolerance already speaks
         for those), on this kind of device, still open on this ``vllm`` (a finding on a release with the fix is a
         regression, not a member), whose cause set holds for the case and one of whose members showed the same oracle
-        and symptom (for an error, the same exception type). None: a new bug."""
+        and symptom (for an error, the same exception type). Of several such bugs, one whose member showed this very
+        signature (the same error site) wins: an AssertionError of the GDN kernel is not the AMX bug's, whose member
+        met another AssertionError on an older release. None: a new bug."""
         settings = case_settings(case)
         kind = device_kind_of(case)
         symptom = split_signature(signature)
+        candidates = []
         for bug in self.bugs.values():
             if not bug.is_bug or bug.device not in (kind, "any") or not cause_holds(bug.cause, settings):
                 continue
             if vllm and (fixed := bug.fixed_in) and _release(vllm) >= _release(fixed):
                 continue
-            shown = {split_signature(s) for m in self.members.get(bug.id, []) for o in m.case.observed
+            shown = {s for m in self.members.get(bug.id, []) for o in m.case.observed
                      if o.verdict == "divergence" for s in (o.signature, *o.symptoms) if s}
-            if symptom in shown:
+            if signature in shown:
                 return bug
-        return None
+            if symptom in {split_signature(s) for s in shown}:
+                candidates.append(bug)
+        return candidates[0] if candidates else None
 
 
 def symptom_class(signature: str, summary: str = "") -> Symptom:
