@@ -20,14 +20,16 @@ from hybridfuzz.case import Case, EngineConfig, Generate, OracleSpec, case_to_di
 from hybridfuzz.model import FULL, LINEAR, ModelSpec
 
 
-def repeat_cases(n: int, dtypes: tuple[str, ...], backend: str | None, seed: int = 0, chunked: bool = False) -> list[Case]:
-    """chunked: a small token budget per step, so the repeats' prompts are split at other places."""
+def repeat_cases(n: int, dtypes: tuple[str, ...], backend: str | None, seed: int = 0, chunked: bool = False,
+                 max_tokens: int = 8) -> list[Case]:
+    """chunked: a small token budget per step, so the repeats' prompts are split at other places. max_tokens: rounding
+    carried in recurrent state grows with the output, and the fuzz strategies ask for up to 64 tokens."""
     rnd = random.Random(seed)
     out = []
     for _ in range(n):
         layers = tuple(rnd.choice([LINEAR, FULL]) for _ in range(rnd.randint(1, 4)))
         p = [rnd.randrange(3, 512) for _ in range(rnd.choice([1, 3, 17, 64, 127, 130, 260]))]
-        steps = [Generate([p, p], max_tokens=8, logprobs=20), Generate([p], max_tokens=8, logprobs=20)]
+        steps = [Generate([p, p], max_tokens=max_tokens, logprobs=20), Generate([p], max_tokens=max_tokens, logprobs=20)]
         caching = rnd.choice([None, True, False])
         extra = {"max_num_batched_tokens": rnd.choice([64, 128, 200]), "enable_chunked_prefill": True} if chunked else {}
         for dtype in dtypes:
@@ -137,11 +139,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chunked", action="store_true", help="small max_num_batched_tokens: prompts split into chunks")
+    ap.add_argument("--max-tokens", type=int, default=8, help="tokens per request (the fuzz strategies ask up to 64)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     from hybridfuzz.engines.forkserver import ForkServer
 
-    cases = repeat_cases(a.cases, tuple(a.kv_dtypes.split(",")), a.attention_backend, a.seed, a.chunked)
+    cases = repeat_cases(a.cases, tuple(a.kv_dtypes.split(",")), a.attention_backend, a.seed, a.chunked, a.max_tokens)
     with ForkServer(workers=a.workers, timeout=600, warm=False) as host:
         traces = host.run_many(cases)
     with open(a.out, "w") as f:
