@@ -149,6 +149,17 @@ def test_every_corpus_case_exports(path):
         assert body.index(snippet) < body.index(script)  # the snippet first, the script below it
 
 
+@pytest.mark.parametrize("title", ["speculative decoding: a prompt is never scheduled", "int4 KV coding: per-token-head scales"])
+def test_a_title_that_reads_as_an_encoding_declaration_leaves_the_script_valid(title):
+    """Python reads an encoding from line 1 or 2 of a file (PEP 263); the title line must not be one: the export of
+    mamba-align-draft-slots-prefill-starved ("... speculative decoding: a prompt ...") did not run at all."""
+    from hybridfuzz.export.script import standalone_script
+
+    case = Case(ModelSpec(layers=("linear_attention",)), [Generate([[1, 2, 3]], max_tokens=2)], EngineConfig(),
+                OracleSpec(checks=["health"]))
+    compile(standalone_script(case, title=title).encode(), "repro.py", "exec")  # bytes: the declaration applies
+
+
 def test_script_tolerances_are_the_oracles_own():
     """#14 defect 3: the script once dropped min_topk_overlap. Now every field of every tolerance is copied."""
     mod = load_script(export.standalone_script(load_case(REFERENCE_CASE)))
