@@ -160,6 +160,28 @@ def test_a_title_that_reads_as_an_encoding_declaration_leaves_the_script_valid(t
     compile(standalone_script(case, title=title).encode(), "repro.py", "exec")  # bytes: the declaration applies
 
 
+def test_a_draft_model_case_exports_its_draft_model(tmp_path):
+    """speculative_config method draft_model: the script writes the same draft checkpoint hybridfuzz's host builds
+    (engines/speculative.py) and names it in every engine's speculative_config; before, vLLM refused the script's
+    engine ("num_speculative_tokens was provided but without speculative model") and the export did not run."""
+    from hybridfuzz.case import SpeculativeConfig
+    from hybridfuzz.engines.speculative import draft_spec
+    from hybridfuzz.export.script import standalone_script
+
+    case = Case(ModelSpec(layers=("linear_attention",)), [Generate([[1, 2, 3]], max_tokens=2)],
+                EngineConfig(speculative_config=SpeculativeConfig("draft_model", 1)), OracleSpec(checks=["health", "spec_decode"],
+                reference={"speculative_config": None}))
+    mod = load_script(standalone_script(case))
+    built = mod.build_model(str(tmp_path / "draft"), mod.DRAFT_MODEL)
+    want = build_model(draft_spec(case.model))
+    for name in ("config.json", "model.safetensors"):
+        with open(os.path.join(built, name), "rb") as a, open(os.path.join(want, name), "rb") as b:
+            assert hashlib.sha256(a.read()).digest() == hashlib.sha256(b.read()).digest(), name
+    mod.give_draft(built)
+    assert {e["speculative_config"]["model"] for e in mod.ENGINE.values()} == {built}
+    assert mod.REFERENCE_ENGINE is None or all("speculative_config" not in e for e in mod.REFERENCE_ENGINE.values())
+
+
 def test_script_tolerances_are_the_oracles_own():
     """#14 defect 3: the script once dropped min_topk_overlap. Now every field of every tolerance is copied."""
     mod = load_script(export.standalone_script(load_case(REFERENCE_CASE)))

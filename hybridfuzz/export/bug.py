@@ -51,8 +51,8 @@ def prompt_tokens(case: Case) -> int:
 
 
 def needs_draft_model(case: Case) -> bool:
-    """Speculative decoding with a draft model: hybridfuzz builds that tiny model (engines/speculative.py), the standalone
-    reproducer does not yet, so such a member is exported only when no other member shows the bug."""
+    """Speculative decoding with a draft model: the standalone reproducer builds that tiny model too (DRAFT_MODEL, as
+    engines/speculative.py does), a second model to write and load, so a member without one is exported first."""
     spec = case.engine.speculative_config
     return spec is not None and spec.method == "draft_model"
 

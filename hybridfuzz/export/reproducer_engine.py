@@ -43,6 +43,7 @@ EXPECTED: dict | None = None  # the bug's signature (signature_check.Expected); 
 ENV: dict = {}  # the case's own environment for the engine
 HARNESS_ENV: dict = {}  # hybridfuzz's settings for a small engine; a value already set in your shell wins
 MODEL: dict = {"config": {}, "plan": {}, "seed": 0, "dtype": "bfloat16"}  # the tiny model: config.json, tensor plan, seed
+DRAFT_MODEL: dict | None = None  # speculative method draft_model: the draft's tiny model, as MODEL; None: no draft
 ENGINE: dict = {"cpu": {}, "cuda": {}}  # vllm.LLM arguments per device kind, less the model path
 REFERENCE_ENGINE: dict | None = None  # the same for the reference run, when the case has one
 GPUS: int = 0  # GPUs the case needs (engine.tensor_parallel_size above 1); 0: any machine
@@ -70,6 +71,8 @@ def main(argv: list[str]) -> int:
     if "--build-only" in argv:
         print(model_dir)
         return 0
+    if DRAFT_MODEL is not None:
+        give_draft(build_model(tempfile.mkdtemp(prefix="tiny-draft-"), DRAFT_MODEL))
     found = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if found < GPUS:  # vLLM would try (and fail on a device it cannot see, or assert on CPU): not the bug
         print(f"DID NOT RUN: needs {GPUS} GPUs, found {found}")
@@ -110,21 +113,32 @@ def chain_sitecustomize(own_dir: str) -> None:
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
-def build_model(out_dir: str) -> str:
-    """config.json + model.safetensors: the same bytes as hybridfuzz's builder (its make_tensor, its plan)."""
+def build_model(out_dir: str, model: dict | None = None) -> str:
+    """config.json + model.safetensors of ``model`` (default MODEL): the same bytes as hybridfuzz's builder (its
+    make_tensor, its plan)."""
     import torch
     from safetensors.torch import save_file
 
+    model = model or MODEL
     os.makedirs(out_dir, exist_ok=True)
-    dtype = getattr(torch, MODEL["dtype"])
-    tensors = {n: make_tensor(n, tuple(shape), MODEL["seed"], tuple(init)).to(dtype).contiguous()
-               for n, (shape, init) in MODEL["plan"].items()}
+    dtype = getattr(torch, model["dtype"])
+    tensors = {n: make_tensor(n, tuple(shape), model["seed"], tuple(init)).to(dtype).contiguous()
+               for n, (shape, init) in model["plan"].items()}
     save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(out_dir, "config.json"), "w") as f:
-        f.write(json.dumps(MODEL["config"], indent=2, sort_keys=True))
+        f.write(json.dumps(model["config"], indent=2, sort_keys=True))
     with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
         f.write(json.dumps({"bos_token_id": 1, "eos_token_id": 2}))
     return out_dir
+
+
+def give_draft(draft_dir: str) -> None:
+    """Name the draft model's directory in every speculative_config of method draft_model that names none."""
+    for engine in (ENGINE, REFERENCE_ENGINE or {}):
+        for kwargs in engine.values():
+            spec = kwargs.get("speculative_config")
+            if spec and spec.get("method") == "draft_model" and not spec.get("model"):
+                spec["model"] = draft_dir
 
 
 def run_engine(engine: dict, model_dir: str, progress) -> Trace:

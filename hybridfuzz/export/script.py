@@ -99,8 +99,14 @@ def engine_script(case: Case, title: str, expected: Expected | None) -> str:
 
     from hybridfuzz.model import hf_config, tensor_plan
 
-    plan = {n: [list(shape), list(init)] for n, (shape, init) in tensor_plan(case.model).items()}
-    model = {"config": hf_config(case.model), "plan": plan, "seed": case.model.seed, "dtype": case.model.dtype}
+    from hybridfuzz.engines.speculative import draft_spec
+
+    def tiny(spec) -> dict:
+        plan = {n: [list(shape), list(init)] for n, (shape, init) in tensor_plan(spec).items()}
+        return {"config": hf_config(spec), "plan": plan, "seed": spec.seed, "dtype": spec.dtype}
+
+    spec = case.engine.speculative_config
+    draft = tiny(draft_spec(case.model)) if spec is not None and spec.method == "draft_model" else None
     ref_engine = None
     if needs_reference(case):
         ref = case.reference_case().engine
@@ -119,7 +125,9 @@ def engine_script(case: Case, title: str, expected: Expected | None) -> str:
         f"ENV = {_pretty(dict(case.engine.env))}  # the case's own, for the engine",
         f"HARNESS_ENV = {_pretty(SCRIPT_ENV)}  # for a small engine; a value already set in your shell wins",
         "# The tiny model: config.json, and each tensor's shape and initialisation (make_tensor, seeded by name)",
-        f"MODEL = {_pretty(model)}",
+        f"MODEL = {_pretty(tiny(case.model))}",
+        "# speculative method draft_model: the draft's tiny model (hybridfuzz's too: engines/speculative.py), or None",
+        f"DRAFT_MODEL = {_pretty(draft)}",
     ])
     return inline_template(template_text(ENGINE_TEMPLATE), data)
 
