@@ -571,9 +571,10 @@ def test_plan_sampler_interrupts_the_shrinks_when_the_gpu_needs_a_reset(tmp_path
     # a process with a plan's shrink's command line (given by the environment: in the script's own text the
     # sampler's pkill would match this test's shell too); like hybridfuzz's CLI it installs its own SIGINT handler,
     # since a job started in the background of a non-interactive shell inherits SIGINT ignored
-    r = _plan(tmp_path, tagged_site, "plan_sampler; (exec -a \"$SHRINK\" python3 -c \"$STAND_IN\") & s=$!; t0=$SECONDS; "
+    # The interpreter by its path: a `python3` that is a launcher (a pyenv shim) execs the real one under its own name.
+    r = _plan(tmp_path, tagged_site, "plan_sampler; (exec -a \"$SHRINK\" \"$PY\" -c \"$STAND_IN\") & s=$!; t0=$SECONDS; "
                                      "wait $s; echo \"shrink ended after $((SECONDS - t0)) s\"; plan_gpu_lost && echo lost; plan_end",
-               path=str(bin_dir), SHRINK=f"python3 -m hybridfuzz.cli shrink {res}/shrink/x.yaml",
+               path=str(bin_dir), SHRINK=f"python3 -m hybridfuzz.cli shrink {res}/shrink/x.yaml", PY=sys.executable,
                STAND_IN="import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); time.sleep(120)")
     assert r.returncode == 0, r.stderr
     assert "lost" in r.stdout.split() and int(r.stdout.split("after ")[1].split()[0]) < 60, r.stdout
