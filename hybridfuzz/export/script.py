@@ -97,9 +97,8 @@ def case_namespace(case: Case, reference: bool = True) -> str:
 def engine_script(case: Case, title: str, expected: Expected | None) -> str:
     from hybridfuzz.executor import needs_reference
 
-    from hybridfuzz.model import hf_config, tensor_plan
-
     from hybridfuzz.engines.speculative import draft_spec
+    from hybridfuzz.model import hf_config, tensor_plan
 
     def tiny(spec) -> dict:
         plan = {n: [list(shape), list(init)] for n, (shape, init) in tensor_plan(spec).items()}
@@ -150,6 +149,11 @@ def component_script(case: Case, title: str, expected: Expected | None) -> str:
     return inline_template(template_text(COMPONENT_TEMPLATE), data, extra_roots=[("run", module.run)])
 
 
+# Python reads line 1 or 2 as an encoding declaration when it says "coding:" (PEP 263): a title such as "... speculative
+# decoding: a prompt ..." there made the script a SyntaxError ("encoding problem: a"). Declared first, the title is safe.
+ENCODING = "# -*- coding: utf-8 -*-\n"
+
+
 def standalone_script(case: Case, title: str = "", case_name: str = "a hybridfuzz case", script_name: str = "repro.py",
                       observation: Observation | None = None) -> str:
     """Python source that reproduces the case without hybridfuzz (EXIT_TEXT). It checks the signature of
@@ -161,8 +165,3 @@ def standalone_script(case: Case, title: str = "", case_name: str = "a hybridfuz
             f"run: python {script_name}   ({EXIT_TEXT})\n")
     first, rest = text.split("\n", 1)
     return f"{first}\n{ENCODING}{head}{rest}" if first.startswith("#!") else ENCODING + head + text
-
-
-# Python reads line 1 or 2 as an encoding declaration when it says "coding:" (PEP 263): a title such as "... speculative
-# decoding: a prompt ..." there made the script a SyntaxError ("encoding problem: a"). Declared first, the title is safe.
-ENCODING = "# -*- coding: utf-8 -*-\n"
