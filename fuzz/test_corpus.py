@@ -54,7 +54,9 @@ HANG_CHECK_S = 60.0
 
 
 def hangs(case) -> bool:
-    return any(o.signature.startswith("health:timeout:") for o in case.observed if o.verdict == "divergence")
+    from hybridfuzz.triage.ledger import symptom_class
+
+    return any(symptom_class(o.signature) == "hang" for o in case.observed if o.verdict == "divergence")
 
 
 SMOKE = smoke_cases()

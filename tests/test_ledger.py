@@ -142,6 +142,9 @@ def test_cause_sets_of_layer_and_step_kinds_name_what_must_be_present():
     ("health:error:1", "case error at start-up: ValueError", "startup-error"), ("health:error:1", "at step 2 (generate)", "error"),
     ("self_consistency:first-request-differs:1", "", "wrong-output"), ("reference:beyond-noise:1", "", "wrong-output"),
     ("prefix_cache:no-hit:1", "", "no-cache-hits"),
+    # as the oracles write them: health names the exception type or signal before the hash
+    ("health:timeout:Timeout:134548c5", "", "hang"), ("health:crash:SIGSEGV:2714eda0", "", "crash"),
+    ("health:error:AssertionError:03fa9ad9", "at step 0 (generate)", "error"), ("health:nonfinite:1813f0ee", "", "nan"),
 ])
 def test_symptom_classes(signature, summary, symptom):
     assert symptom_class(signature, summary) == symptom

@@ -128,7 +128,7 @@ class Ledger:
 def symptom_class(signature: str, summary: str = "") -> Symptom:
     """A signature (``oracle:symptom:hash``) as the symptom a maintainer names."""
     oracle, _, rest = signature.partition(":")
-    symptom = rest.rsplit(":", 1)[0] if ":" in rest else rest
+    symptom = rest.split(":", 1)[0]  # health's name the exception type next (health:crash:SIGSEGV:hash): not part of it
     if oracle == "health":
         if symptom == "nonfinite":
             return "nan"
