@@ -110,7 +110,7 @@ class Ledger:
         settings = case_settings(case)
         kind = device_kind_of(case)
         symptom = split_signature(signature)
-        candidates = []
+        fallback: Bug | None = None  # the first bug showing only the same symptom (and exception type)
         for bug in self.bugs.values():
             if not bug.is_bug or bug.device not in (kind, "any") or not cause_holds(bug.cause, settings):
                 continue
@@ -120,15 +120,15 @@ class Ledger:
                      if o.verdict == "divergence" for s in (o.signature, *o.symptoms) if s}
             if signature in shown:
                 return bug
-            if symptom in {split_signature(s) for s in shown}:
-                candidates.append(bug)
-        return candidates[0] if candidates else None
+            if fallback is None and symptom in {split_signature(s) for s in shown}:
+                fallback = bug
+        return fallback
 
 
 def symptom_class(signature: str, summary: str = "") -> Symptom:
     """A signature (``oracle:symptom:hash``) as the symptom a maintainer names."""
     oracle, _, rest = signature.partition(":")
-    symptom = rest.split(":", 1)[0]  # health's name the exception type next (health:crash:SIGSEGV:hash): not part of it
+    symptom = rest.split(":", 1)[0]  # health signatures name the exception type after it: health:crash:SIGSEGV:hash
     if oracle == "health":
         if symptom == "nonfinite":
             return "nan"
