@@ -107,6 +107,25 @@ def test_a_new_finding_matches_by_device_cause_and_symptom(tmp_path):
     assert ledger.match(gpu, "health:nonfinite:ffff0000") is None  # another kind of device
 
 
+def test_an_error_finding_joins_a_bug_only_with_the_same_place_type_and_message(tmp_path):
+    """Another RuntimeError than a bug's (another kernel's, another message) is a new bug, not a member: the same
+    rule as the reproducer's (signature_check.error_mismatch). Numbers in the message may differ."""
+    summary = "case error at step 0 (generate): RuntimeError: CPU Generator does not use offset 12 (at vllm/x.py:3 in f)"
+    case_text = CASE.replace("'case step 0 request 0: non-finite logprob at token 0'", repr(summary)).replace(
+        "health:nonfinite:0123abcd", "health:error:RuntimeError:0123abcd")
+    (tmp_path / "bugs.yaml").write_text("schema: hybridfuzz/bugs-v1\nbugs:\n" + BUG.replace("symptom: nan", "symptom: crash"))
+    (tmp_path / "found").mkdir()
+    (tmp_path / "found" / "a.yaml").write_text(case_text + "bug: cpu-fp8-nan\n")
+    ledger = load_ledger(str(tmp_path / "bugs.yaml"))
+    case, sig = load_case(case_text), "health:error:RuntimeError:ffff0000"
+    same = summary.replace("offset 12", "offset 7").replace("x.py:3", "x.py:9")
+    assert ledger.match(case, sig, summary=same).id == "cpu-fp8-nan"
+    other = "case error at step 0 (generate): RuntimeError: The size of tensor a (4) must match the size of tensor b (3)"
+    assert ledger.match(case, sig, summary=other) is None
+    assert ledger.match(case, sig, summary=summary.replace("step 0 (generate)", "start-up")) is None  # another place
+    assert ledger.match(case, "health:error:RuntimeError:0123abcd", summary=other).id == "cpu-fp8-nan"  # its own site
+
+
 def test_a_signature_known_only_as_a_ledger_bugs_is_known_only_inside_its_cause_set(tmp_path):
     """Signatures name oracle, symptom and family: a member's signature must not hide another cause's finding."""
     from hybridfuzz.triage.findings import ledger_bound_signatures
@@ -195,5 +214,5 @@ def test_every_committed_member_shows_its_bugs_cause_and_matches_it():
             assert cause_holds(bug.cause, case_settings(m.case)), (bug_id, m.path)
             seen = [o for o in m.case.observed if o.verdict == "divergence"]
             if bug.is_bug and seen:
-                found = ledger.match(m.case, seen[-1].signature, seen[-1].vllm)
+                found = ledger.match(m.case, seen[-1].signature, seen[-1].vllm, seen[-1].summary)
                 assert found is not None and found.id == bug_id, (bug_id, m.path, found)

@@ -64,7 +64,7 @@ class KnownFiling:
         v = result.verdict
         if self.cfg.ledger is None or v.signature == target:
             return False
-        bug = self.cfg.ledger.match(case, v.signature, result.trace.env.get("vllm", ""))
+        bug = self.cfg.ledger.match(case, v.signature, result.trace.env.get("vllm", ""), v.summary)
         if bug is None:
             return False
         if self.cfg.claim is not None and not self.cfg.claim(v.signature):

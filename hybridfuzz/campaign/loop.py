@@ -173,7 +173,7 @@ class FuzzLoop:
         set, is another bug with the same symptom: its signature stops being known, so it is confirmed, filed and shrunk
         as new (once: the finding it becomes makes the signature known again)."""
         sig = result.verdict.signature
-        if sig in self.ledger_bound and self.cfg.ledger.match(case, sig, result.trace.env.get("vllm", "")) is None:
+        if sig in self.ledger_bound and self.cfg.ledger.match(case, sig, result.trace.env.get("vllm", ""), result.verdict.summary) is None:
             self.ledger_bound.discard(sig)
             self.known.discard(sig)
 

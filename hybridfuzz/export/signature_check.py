@@ -71,6 +71,20 @@ def expected_of(signature: str, summary: str, oracle: str = "") -> Expected:
                     message=message_pattern(message) if outcome == "error" else "")
 
 
+def error_mismatch(expected: Expected, summary: str) -> str:
+    """Why an error's summary is not the expected error (another place, exception type or message); '' when it is,
+    or when ``expected`` names no error. The ledger matches a new finding to a bug by the same rule."""
+    parts = error_parts(summary)
+    place, error_type, _ = parts if parts is not None else ("", "", "")
+    if expected.place and place != expected.place:
+        return f"{expected.error_type} at {place or 'another place'}, the bug's is at {expected.place}"
+    if expected.error_type and error_type != expected.error_type:
+        return f"{error_type} where the bug raises {expected.error_type}"
+    if expected.message and re.search(expected.message, summary) is None:
+        return f"{error_type} with another message than the bug's (/{expected.message}/)"
+    return ""
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -92,17 +106,8 @@ def decide(expected: Expected | None, verdict) -> Decision:
     got = f"{verdict.oracle}:{verdict.symptom}"
     if got != wanted:
         return Decision(DID_NOT_RUN, f"DID NOT RUN: a failure that is not the bug's ({got}, the bug is {wanted}): {said}")
-    if expected.place or expected.message:
-        parts = error_parts(verdict.summary)
-        place, error_type, _ = parts if parts is not None else ("", "", "")
-        if expected.place and place != expected.place:
-            return Decision(DID_NOT_RUN, f"DID NOT RUN: {expected.error_type} at {place or 'another place'}, the bug's is at "
-                                         f"{expected.place}: {said}")
-        if expected.error_type and error_type != expected.error_type:
-            return Decision(DID_NOT_RUN, f"DID NOT RUN: {error_type} where the bug raises {expected.error_type}: {said}")
-        if expected.message and re.search(expected.message, verdict.summary) is None:
-            return Decision(DID_NOT_RUN, f"DID NOT RUN: {error_type} with another message than the bug's "
-                                         f"(/{expected.message}/): {said}")
+    if why := error_mismatch(expected, verdict.summary):
+        return Decision(DID_NOT_RUN, f"DID NOT RUN: {why}: {said}")
     return Decision(REPRODUCED, f"REPRODUCED: {said}")
 
 

@@ -100,29 +100,41 @@ class Ledger:
         obs = [o for m in self.members.get(bug_id, []) for o in m.case.observed if o.verdict == "divergence"]
         return sorted(obs, key=lambda o: o.date)
 
-    def match(self, case: Case, signature: str, vllm: str = "") -> Bug | None:
+    def match(self, case: Case, signature: str, vllm: str = "", summary: str = "") -> Bug | None:
         """The ledger bug a new finding belongs to: a bug (not noise or a refusal: the oracles' tolerance already speaks
         for those), on this kind of device, still open on this ``vllm`` (a finding on a release with the fix is a
         regression, not a member), whose cause set holds for the case and one of whose members showed the same oracle
-        and symptom (for an error, the same exception type). Of several such bugs, one whose member showed this very
-        signature (the same error site) wins: an AssertionError of the GDN kernel is not the AMX bug's, whose member
-        met another AssertionError on an older release. None: a new bug."""
+        and symptom (for an error, ``summary``'s place, exception type and message too: a RuntimeError of one kernel
+        is not another's). Of several such bugs, one whose member showed this very signature (the same error site)
+        wins: an AssertionError of the GDN kernel is not the AMX bug's, whose member met another AssertionError on an
+        older release. None: a new bug."""
         settings = case_settings(case)
         kind = device_kind_of(case)
-        symptom = split_signature(signature)
-        fallback: Bug | None = None  # the first bug showing only the same symptom (and exception type)
+        fallback: Bug | None = None  # the first bug showing only the same symptom (and error)
         for bug in self.bugs.values():
             if not bug.is_bug or bug.device not in (kind, "any") or not cause_holds(bug.cause, settings):
                 continue
             if vllm and (fixed := bug.fixed_in) and _release(vllm) >= _release(fixed):
                 continue
-            shown = {s for m in self.members.get(bug.id, []) for o in m.case.observed
-                     if o.verdict == "divergence" for s in (o.signature, *o.symptoms) if s}
-            if signature in shown:
+            seen = [o for m in self.members.get(bug.id, []) for o in m.case.observed if o.verdict == "divergence"]
+            if signature in {s for o in seen for s in (o.signature, *o.symptoms) if s}:
                 return bug
-            if fallback is None and symptom in {split_signature(s) for s in shown}:
+            if fallback is None and any(_same_symptom(o, signature, summary) for o in seen):
                 fallback = bug
         return fallback
+
+
+def _same_symptom(seen: Observation, signature: str, summary: str) -> bool:
+    """Whether an observation of a bug's member showed a finding's oracle and symptom. For an error, crash or hang,
+    only its own signature counts, with the reproducer's rule for the rest (signature_check.error_mismatch): the
+    observation's other symptoms carry no summary to compare."""
+    from hybridfuzz.export.signature_check import error_mismatch, expected_of  # hybridfuzz.export imports this module
+
+    symptom = split_signature(signature)
+    if seen.signature and split_signature(seen.signature) == symptom:
+        return not error_mismatch(expected_of(seen.signature, seen.summary, seen.oracle), summary)
+    errorish = symptom[1].split(":", 1)[0] in ("error", "crash", "timeout")
+    return not errorish and symptom in {split_signature(s) for s in seen.symptoms}
 
 
 def symptom_class(signature: str, summary: str = "") -> Symptom:
