@@ -5,7 +5,7 @@ The reference run is the case with ``oracle.reference`` applied; the strategies 
 (``speculative_config: null``, ``async_scheduling: false``, ``num_gpu_blocks_override: null``) and, with the abort
 check, ``Case.reference_case`` makes its abort steps abort nothing. Greedy requests both runs completed are compared
 with compare.py's calibrated tolerances, never looser: exact (EXACT) where the feature leaves the arithmetic alone on a
-batch-invariant CPU engine, SCHEDULE_VARIANCE where it changes how tokens are grouped into forwards (a speculative
+batch-invariant CPU engine, the device's schedule variance (consistency.schedule_variance) where it changes how tokens are grouped into forwards (a speculative
 verify step is a chunk of k+1 tokens; a preempted request is recomputed as one prefill), and the KV dtype's reference
 tolerance when the reference changes more than the feature. Sampled requests are left to the seeded-sampling oracle:
 a speculative step draws its random numbers otherwise, by design.
@@ -18,7 +18,7 @@ from typing import Iterator
 
 from hybridfuzz.case import Case, EngineConfig, Generate, Sleep, Submit
 from hybridfuzz.oracles.compare import EXACT, Tolerance, compare_requests, mismatch_kind, reference_tolerance
-from hybridfuzz.oracles.consistency import SCHEDULE_VARIANCE, batch_scaled, chunks_prompts
+from hybridfuzz.oracles.consistency import batch_scaled, chunks_prompts, schedule_variance
 from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import RequestResult, Trace
 
@@ -53,7 +53,7 @@ def feature_tolerance(case: Case, trace: Trace, regroups: bool) -> Tolerance:
     if not only_feature_differs(case):
         return reference_tolerance(case.engine.kv_cache_dtype)
     if regroups or not on_cpu(trace) or chunks_prompts(case):
-        return SCHEDULE_VARIANCE
+        return schedule_variance("cpu" if on_cpu(trace) else "gpu")
     return EXACT
 
 

@@ -187,7 +187,8 @@ def test_script_tolerances_are_the_oracles_own():
     mod = load_script(export.standalone_script(load_case(REFERENCE_CASE)))
     from hybridfuzz.oracles import consistency
 
-    for name, tol in [("EXACT", compare.EXACT), ("QUANTIZED", compare.QUANTIZED), ("SCHEDULE_VARIANCE", consistency.SCHEDULE_VARIANCE)]:
+    for name, tol in [("EXACT", compare.EXACT), ("QUANTIZED", compare.QUANTIZED), ("SCHEDULE_VARIANCE", consistency.SCHEDULE_VARIANCE),
+                      ("CPU_SCHEDULE_VARIANCE", consistency.CPU_SCHEDULE_VARIANCE)]:
         assert dataclasses.astuple(getattr(mod, name)) == dataclasses.astuple(tol), name
     # a flip outside the top-k with 3 of 4 shared: noise for the fuzzer (overlap 0.75 >= 0.6), and for the script
     a = RequestResult(1, [1], [[[1, -0.1], [2, -1.0], [3, -2.0], [4, -3.0]]])

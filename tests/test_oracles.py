@@ -487,6 +487,40 @@ def test_repeat_drift_is_the_noise_the_calibration_measured(path, device_max):
     assert repeat_drift(case, Trace(outcome="crash", env={"device": "cpu"})) is None
 
 
+def test_cpu_schedule_variance_holds_the_gdn_chunking_noise_it_was_calibrated_on():
+    """oracles/consistency.py CPU_SCHEDULE_VARIANCE: the pairs that moved in the CPU noise runs re-measure as recorded,
+    the calibration seeds' largest drift is 0.503 nats (which the GPU's SCHEDULE_VARIANCE flags), and the CPU rule
+    flags none of the 220 pairs, held-out seed 7's flip included."""
+    import gzip
+    import json
+    import os
+
+    from hybridfuzz.case import case_from_dict
+    from hybridfuzz.oracles.compare import measure
+    from hybridfuzz.oracles.consistency import CPU_SCHEDULE_VARIANCE, SCHEDULE_VARIANCE, repeated_pairs, tolerance_for
+    from hybridfuzz.trace import Trace
+
+    path = os.path.join(os.path.dirname(__file__), "data", "calibration", "noise-chunked-gdn-cpu-avx512-vllm0.32.0.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    assert len(data["pairs"]) == 220
+    assert max(p["drift"] for p in data["pairs"] if p["seed"] in (5, 6)) == 0.5032
+    assert tolerance_for("cpu", chunked_prefill=True) == CPU_SCHEDULE_VARIANCE and tolerance_for("gpu") == SCHEDULE_VARIANCE
+    flagged = {"cpu": 0, "gpu": 0}
+    moved = []
+    for r in data["records"]:
+        case, trace = case_from_dict(r["case"]), Trace.from_dict(r["trace"])
+        for _, _, a, _, _, b, _ in repeated_pairs(case, trace):
+            drift, margin = measure(a, b, CPU_SCHEDULE_VARIANCE.relevant_nats)
+            if drift or margin is not None:
+                moved.append((round(drift, 4), margin and round(margin, 4)))
+            flagged["cpu"] += compare_requests(a, b, CPU_SCHEDULE_VARIANCE) is not None
+            flagged["gpu"] += compare_requests(a, b, SCHEDULE_VARIANCE) is not None
+    recorded = [(p["drift"], p["flip_margin"]) for p in data["pairs"] if p["drift"] or p["flip_margin"] is not None]
+    assert sorted(moved) == sorted(recorded) and len(moved) == 4
+    assert flagged == {"cpu": 0, "gpu": 1}
+
+
 def test_reference_distance_is_what_a_gpu_calibration_of_the_reference_tolerance_reads():
     """Per case, against the reference engine: the largest drift before a first flip and the largest flip margin
     (inf outside the top-k), None where nothing flipped or nothing ran; the campaign records both in every event."""
