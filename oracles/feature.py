@@ -53,7 +53,7 @@ def feature_tolerance(case: Case, trace: Trace, regroups: bool) -> Tolerance:
     if not only_feature_differs(case):
         return reference_tolerance(case.engine.kv_cache_dtype)
     if regroups or not on_cpu(trace) or chunks_prompts(case):
-        return schedule_variance("cpu" if on_cpu(trace) else "gpu", chunks_prompts(case))
+        return schedule_variance("cpu" if on_cpu(trace) else "gpu", case)
     return EXACT
 
 

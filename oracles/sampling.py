@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hybridfuzz.case import Case, Generate, Submit
 from hybridfuzz.oracles.compare import EXACT, Tolerance, compare_requests
-from hybridfuzz.oracles.consistency import chunks_prompts, tolerance_for
+from hybridfuzz.oracles.consistency import tolerance_for
 from hybridfuzz.oracles.feature import completed, cut_result, on_cpu
 from hybridfuzz.oracles.verdict import Verdict, output_where
 from hybridfuzz.trace import RequestResult, Trace
@@ -50,7 +50,7 @@ def sampled_mismatch(a: RequestResult, b: RequestResult, tol: Tolerance) -> tupl
 
 
 def check_seeded_sampling(case: Case, trace: Trace) -> Verdict:
-    tol = tolerance_for("cpu" if on_cpu(trace) else "gpu", chunks_prompts(case))
+    tol = tolerance_for("cpu" if on_cpu(trace) else "gpu", case)
     first: dict[tuple, tuple[int, int, RequestResult, int]] = {}
     compared = 0
     for idx, r, result in completed(case, trace):

@@ -60,7 +60,7 @@ def summarize(records) -> dict:
         if trace.outcome != "ok":
             continue
         chunked = chunks_prompts(case)
-        tol = tolerance_for(trace.env.get("device", "cpu"), chunked)
+        tol = tolerance_for(trace.env.get("device", "cpu"), case)
         for _, _, a, _, _, res, _ in repeated_pairs(case, trace):
             hit = "hit-vs-miss" if a.num_cached_tokens != res.num_cached_tokens else "same-cache"
             key = (f"{case.engine.kv_cache_dtype} / {case.engine.attention_backend or 'default'} / "
