@@ -5,8 +5,9 @@ The reference run is the case with ``oracle.reference`` applied; the strategies 
 (``speculative_config: null``, ``async_scheduling: false``, ``num_gpu_blocks_override: null``) and, with the abort
 check, ``Case.reference_case`` makes its abort steps abort nothing. Greedy requests both runs completed are compared
 with compare.py's calibrated tolerances, never looser: exact (EXACT) where the feature leaves the arithmetic alone on a
-batch-invariant CPU engine, the device's schedule variance (consistency.schedule_variance) where it changes how tokens are grouped into forwards (a speculative
-verify step is a chunk of k+1 tokens; a preempted request is recomputed as one prefill), and the KV dtype's reference
+batch-invariant CPU engine, the schedule variance (consistency.schedule_variance) where it changes how tokens are
+grouped into forwards (a speculative verify step is a chunk of k+1 tokens; a preempted request is recomputed as one
+prefill), and the KV dtype's reference
 tolerance when the reference changes more than the feature. Sampled requests are left to the seeded-sampling oracle:
 a speculative step draws its random numbers otherwise, by design.
 """
