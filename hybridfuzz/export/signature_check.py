@@ -20,6 +20,7 @@ EXIT_TEXT = "exit 1 = reproduced, 0 = not reproduced, 3 = did not run"
 ERROR_SUMMARY = re.compile(r"\b(?:error|crash|timeout) at (start-up|between steps|step \d+ \((\w+)\)): ([\w.]+): (.*?)(?: \(at [^()]*\))?$")
 # With no recorded signature, still never a bug: a module this environment lacks (a half-installed torchvision).
 BROKEN_ENVIRONMENT = ("error:ModuleNotFoundError", "error:ImportError")
+ERROR_OUTCOMES = ("error", "crash", "timeout")  # verdict symptoms whose summary names a place and an exception
 MESSAGE_CHARS = 80  # of the recorded message, as a pattern: enough to tell two errors of one type apart
 
 
@@ -63,7 +64,7 @@ def expected_of(signature: str, summary: str, oracle: str = "") -> Expected:
     oracle = oracle if oracle and signature.startswith(oracle + ":") else signature.partition(":")[0]
     symptom = signature[len(oracle) + 1:].rpartition(":")[0]
     outcome, _, kind = symptom.partition(":")
-    parts = error_parts(summary) if outcome in ("error", "crash", "timeout") else None
+    parts = error_parts(summary) if outcome in ERROR_OUTCOMES else None
     if parts is None:
         return Expected(signature, oracle, symptom)
     place, error_type, message = parts

@@ -128,12 +128,12 @@ def _same_symptom(seen: Observation, signature: str, summary: str) -> bool:
     """Whether an observation of a bug's member showed a finding's oracle and symptom. For an error, crash or hang,
     only its own signature counts, with the reproducer's rule for the rest (signature_check.error_mismatch): the
     observation's other symptoms carry no summary to compare."""
-    from hybridfuzz.export.signature_check import error_mismatch, expected_of  # hybridfuzz.export imports this module
+    from hybridfuzz.export.signature_check import ERROR_OUTCOMES, error_mismatch, expected_of  # hybridfuzz.export imports this module
 
     symptom = split_signature(signature)
     if seen.signature and split_signature(seen.signature) == symptom:
         return not error_mismatch(expected_of(seen.signature, seen.summary, seen.oracle), summary)
-    errorish = symptom[1].split(":", 1)[0] in ("error", "crash", "timeout")
+    errorish = symptom[1].split(":", 1)[0] in ERROR_OUTCOMES
     return not errorish and symptom in {split_signature(s) for s in seen.symptoms}
 
 
