@@ -16,10 +16,10 @@ from hybridfuzz.case import STEP_NAMES, Abort, Case, EngineConfig, Generate, Rel
 from hybridfuzz.faults import mends
 from hybridfuzz.engines.base import ENGINE_ENV_RECORDED, cpu_seconds, REFUSAL, REJECTION_TYPES, classify, error_info, short_path  # noqa: F401  (re-exported)
 from hybridfuzz.failures import SLEEP_CHECK
-from hybridfuzz.engines import stats
+from hybridfuzz.engines import stall, stats
 from hybridfuzz.engines.speculative import speculative_kwargs, with_draft
 from hybridfuzz.engines.steploop import StepLoop, request_result, sampling_params
-from hybridfuzz.trace import RequestResult, StepResult, Trace
+from hybridfuzz.trace import ErrorInfo, RequestResult, StepResult, Trace
 
 # A small explicit KV-cache size: start-up skips the memory profiling (and its
 # zeroing of a GiB on CPU), and parallel engines on one GPU cannot race in it.
@@ -277,6 +277,7 @@ def _startup(case: Case, trace: Trace, progress: Progress | None = None):
         return None
     trace.timings["startup_s"] = time.perf_counter() - t0
     trace.timings["startup_cpu_s"] = cpu_seconds() - c0
+    stall.watch(llm)
     trace.engine_settings = {**trace.engine_settings, **_engine_settings(llm), **feature_settings(llm, case.engine)}
     if os.environ.get(mends.ENV):
         trace.engine_settings["mends_in_place"] = mends.in_place()  # [] means the plugin did not apply them here
@@ -303,12 +304,11 @@ def _steps(llm, case: Case, trace: Trace, progress: Progress, position: int) -> 
             if isinstance(step, Sleep) and SLEEP_CHECK in str(e) and _finish_sleep(llm, step.level):
                 trace.engine_settings[SLEEP_CHECK_KEY] = trace.engine_settings.get(SLEEP_CHECK_KEY, 0) + 1
             else:
-                result.error = error_info(e)
+                result.error, trace.outcome = _step_failure(e)
         result.seconds = time.perf_counter() - ts
         trace.steps.append(result)
         progress({"event": "step_end", "case": position, "step": i, "result": dataclasses.asdict(result)})
         if result.error:
-            trace.outcome = classify(result.error, "step")
             trace.error = result.error
             break
     if loop is not None and trace.outcome == "ok":
@@ -316,6 +316,15 @@ def _steps(llm, case: Case, trace: Trace, progress: Progress, position: int) -> 
     if counted:
         trace.stats = stats.since(before, stats.read(llm))
     trace.timings["steps_s"] = sum(s.seconds for s in trace.steps)
+
+
+def _step_failure(e: Exception) -> tuple[ErrorInfo, str]:
+    """A step's exception as the trace's error and outcome: a stalled scheduler (engines/stall.py) is a hang, as if
+    the deadline had struck; anything else is classified as ever."""
+    if isinstance(e, stall.SchedulerStall):
+        return ErrorInfo("Timeout", str(e)), "timeout"
+    info = error_info(e)
+    return info, classify(info, "step")
 
 
 def _drain(loop: StepLoop, trace: Trace) -> None:
@@ -327,8 +336,7 @@ def _drain(loop: StepLoop, trace: Trace) -> None:
     except Exception as e:
         pending = min((s.step for s in loop.sent if not s.done), default=loop.sent[0].step if loop.sent else 0)
         step = next((s for s in trace.steps if s.index == pending), trace.steps[-1])
-        step.error = error_info(e)
-        trace.outcome = classify(step.error, "step")
+        step.error, trace.outcome = _step_failure(e)
         trace.error = step.error
     loop.write(trace.steps)
     trace.timings["drain_s"] = time.perf_counter() - ts
