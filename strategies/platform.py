@@ -53,6 +53,14 @@ class Platform:
     preemption: bool = False
     priority_scheduling: bool = False
     greedy_n: bool = False
+    # --dimensions: draw every case with one of these (``DIMENSIONS``); () draws them the default way, none first.
+    dimensions: tuple[str, ...] = ()
+
+    def offered_dimensions(self) -> tuple[str, ...]:
+        """The dimensions of ``DIMENSIONS`` this vLLM runs here; arrivals (with aborts) always."""
+        runs = {"spec_decode": bool(self.spec_methods), "preemption": self.preemption,
+                "async_scheduling": self.async_scheduling, "arrivals": True}
+        return tuple(d for d in DIMENSIONS if runs[d])
 
     def tensor_parallel_choices(self) -> tuple[int, ...]:
         """The sizes a case draws, 1 (the simplest) first: 2 only where there are two GPUs."""
@@ -87,14 +95,21 @@ class Platform:
         return (None,)
 
 
+# The new dimensions a case can be drawn with (strategies/features.py with_new_dimensions; docs/dimensions.md): an
+# engine feature with the requests that reach it, or requests arriving over decode steps with aborts. Sampling,
+# n > 1 and prompt logprobs ride on all of them.
+DIMENSIONS = ("spec_decode", "preemption", "async_scheduling", "arrivals")
+
+
 def _split(text: str | None) -> tuple[str, ...]:
     return tuple(x.strip() for x in (text or "").split(",") if x.strip())
 
 
 def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends: str | None = None,
-           eager_only: bool = False, families: str | None = None, torch_compile: bool = False) -> Platform:
-    """Operators hunting one kind of bug narrow the space: fewer dtypes or backends, no graph capture;
-    or widen it: ``torch_compile`` adds graph cases through torch.compile.
+           eager_only: bool = False, families: str | None = None, torch_compile: bool = False,
+           dimensions: str | None = None) -> Platform:
+    """Operators hunting one kind of bug narrow the space: fewer dtypes or backends, no graph capture, only cases
+    with one of ``dimensions`` (spec_decode, ...); or widen it: ``torch_compile`` adds graph cases through torch.compile.
 
     Raises ValueError naming the option when a value is not offered by this platform.
     """
@@ -102,7 +117,8 @@ def narrow(platform: Platform, kv_dtypes: str | None = None, attention_backends:
     for option, text, offered, attr in (("--kv-dtypes", kv_dtypes, platform.kv_cache_dtypes, "kv_cache_dtypes"),
                                         ("--attention-backends", attention_backends, platform.attention_backends,
                                          "attention_backends"),
-                                        ("--families", families, platform.families, "families")):
+                                        ("--families", families, platform.families, "families"),
+                                        ("--dimensions", dimensions, platform.offered_dimensions(), "dimensions")):
         wanted = _split(text)
         if not wanted:
             continue

@@ -131,6 +131,26 @@ def test_a_platform_without_the_dimensions_draws_none_of_the_engine_features():
     check()
 
 
+def test_dimensions_narrowing_draws_every_case_with_one_of_them_and_refuses_what_the_platform_lacks():
+    from hybridfuzz.strategies.platform import narrow
+
+    spec_or_preempt = narrow(CPU, dimensions="spec_decode, preemption")
+    seen = set()
+
+    @hseed(2)
+    @settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(cases(spec_or_preempt, max_layers=2, max_steps=3))
+    def sample(case):
+        used = {"spec_decode", "preemption"} & set(case.oracle.checks)
+        assert len(used) == 1, case.oracle.checks
+        seen.update(used)
+
+    sample()
+    assert seen == {"spec_decode", "preemption"}
+    with pytest.raises(ValueError, match="--dimensions: async_scheduling not offered here"):
+        narrow(CPU, dimensions="async_scheduling")
+
+
 def test_spec_prompts_sit_at_a_block_boundary_and_repeat_their_ngrams():
     def spec_case(c):
         return c.engine.speculative_config is not None and c.engine.block_size is None

@@ -62,12 +62,14 @@ class Narrowing:
     eager_only: bool = False
     families: str | None = None  # comma-separated model families (hybridfuzz.model.FAMILIES)
     torch_compile: bool = False  # widens: graph cases through torch.compile too
+    dimensions: str | None = None  # comma-separated new dimensions (strategies.platform.DIMENSIONS): each case has one
 
     def apply(self, platform):
         """The narrowed platform; ValueError naming the option for a value this platform does not offer."""
         from hybridfuzz.strategies.platform import narrow
 
-        return narrow(platform, self.kv_dtypes, self.attention_backends, self.eager_only, self.families, self.torch_compile)
+        return narrow(platform, self.kv_dtypes, self.attention_backends, self.eager_only, self.families, self.torch_compile,
+                      self.dimensions)
 
     def argv(self) -> list[str]:
         out: list[str] = []
@@ -81,6 +83,8 @@ class Narrowing:
             out += ["--families", self.families]
         if self.torch_compile:
             out.append("--torch-compile")
+        if self.dimensions:
+            out += ["--dimensions", self.dimensions]
         return out
 
 

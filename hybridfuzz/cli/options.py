@@ -105,6 +105,8 @@ def add_narrowing(p) -> None:
     p.add_argument("--attention-backends", help="only these attention backends (comma-separated), e.g. TRITON_ATTN")
     p.add_argument("--eager-only", action="store_true", help="never capture CUDA graphs (much faster cases on GPU)")
     p.add_argument("--families", help="only these model families (comma-separated), e.g. qwen3_next")
+    p.add_argument("--dimensions", help="only cases with one of these new dimensions (comma-separated): spec_decode, "
+                                        "preemption, async_scheduling, arrivals (with aborts)")
     p.add_argument("--torch-compile", action="store_true",
                    help="also draw CUDA-graph cases through torch.compile (vLLM's default graph path; about a minute per new model). "
                         "Without it, graph cases capture full decode graphs without compile")
@@ -129,7 +131,7 @@ def engine_use_of(args):
 def narrowing_of(args) -> Narrowing:
     return Narrowing(kv_dtypes=getattr(args, "kv_dtypes", None), attention_backends=getattr(args, "attention_backends", None),
                      eager_only=bool(getattr(args, "eager_only", False)), families=getattr(args, "families", None),
-                     torch_compile=bool(getattr(args, "torch_compile", False)))
+                     torch_compile=bool(getattr(args, "torch_compile", False)), dimensions=getattr(args, "dimensions", None))
 
 
 def narrow_platform(platform, args):
