@@ -83,6 +83,18 @@ def test_self_consistency_is_exact_on_cpu_and_allows_measured_batch_variance_on_
     assert check_self_consistency(*_repeat_case_and_trace("cpu", -1.5, {"max_num_batched_tokens": 64})).status == "divergence"
 
 
+def test_on_cpu_a_small_kv_pool_keeps_the_schedule_tolerance_since_a_preempted_request_is_recomputed():
+    import dataclasses
+
+    from hybridfuzz.oracles.consistency import check_self_consistency
+
+    case, trace = _repeat_case_and_trace("cpu", -0.6)
+    pressed = case.replace(engine=dataclasses.replace(case.engine, num_gpu_blocks_override=8))
+    assert check_self_consistency(case, trace).status == "divergence"
+    assert check_self_consistency(pressed, trace).status == "pass"  # 0.1 nats: another schedule
+    assert check_self_consistency(pressed, _repeat_case_and_trace("cpu", -1.5)[1]).status == "divergence"
+
+
 def test_a_repeat_computed_the_same_way_is_compared_exactly_even_on_a_gpu():
     """Two generate steps of one batch, every request with the cached tokens it had the first time, whole prompts:
     nothing of the schedule differed, so the GPU's schedule tolerance does not apply (seed 1's fill passed it in a
