@@ -466,7 +466,8 @@ def test_export_bug_run_reproduces_and_records_the_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(export_run, "collect_env_text", lambda: "COLLECT-ENV OF THIS MACHINE")  # 15 s of vllm.collect_env spared
     ledger = no_mamba_ledger(tmp_path)
-    assert cli.main(["export", NO_MAMBA_BUG, "--ledger", ledger, "--out", str(tmp_path / "out"), "--run"]) == 0
+    monkeypatch.chdir(tmp_path)  # a relative --out, as users type it: the script runs in its own folder
+    assert cli.main(["export", NO_MAMBA_BUG, "--ledger", ledger, "--out", "out", "--run"]) == 0
     run = read_bugs(ledger)[NO_MAMBA_BUG].runs[-1]
     print(f"exit {run.exit_code}: {run.line}")
     assert run.exit_code == 1, run

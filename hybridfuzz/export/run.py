@@ -70,7 +70,8 @@ def run_standalone(script_path: str, timeout: float, collect_env: bool = True) -
     script that printed no verdict (killed, out of time) did not run: exit 3."""
     from hybridfuzz.vllm_facts import vllm_version
 
-    folder = os.path.dirname(os.path.abspath(script_path))
+    script_path = os.path.abspath(script_path)  # it runs in its own folder: a relative --out would not be found there
+    folder = os.path.dirname(script_path)
     env = standalone_env(os.path.join(folder, ".no-hybridfuzz"))
     try:
         rc, out = run_script(script_path, timeout=timeout, env=env, cwd=folder)
