@@ -32,8 +32,7 @@ ENGINE_FEATURES: dict[str | None, EngineFeature] = {"spec_decode": "spec", "pree
 
 def engine_features(platform: Platform) -> list[str | None]:
     """None (no engine feature) first and as often as all features together; then those the platform runs."""
-    offered = [f for f, ok in (("spec", bool(platform.spec_methods)), ("preemption", platform.preemption),
-                               ("async", platform.async_scheduling)) if ok]
+    offered = [ENGINE_FEATURES[d] for d in platform.offered_dimensions() if d in ENGINE_FEATURES]
     return [None] * max(1, len(offered)) + offered
 
 
